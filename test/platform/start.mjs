@@ -1,0 +1,166 @@
+// `npm start`: the whole platform on loopback. Starts the peers it needs (installing any that are missing, with
+// progress), builds the workspaces, runs the four services and the gateway, and stops everything it started on
+// Ctrl-C. Peers that were already running are left running.
+import { spawn, spawnSync } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const stateDir = process.env.CGS_STATE_DIR ?? path.join(root, ".cache", "state");
+const peers = ["moto", "stripe-mock", "keycloak", "mailpit"];
+const say = (line) => process.stderr.write(`[platform] ${line}\n`);
+
+function run(cmd, args, opts = {}) {
+  const result = spawnSync(cmd, args, { cwd: root, stdio: ["ignore", "pipe", "inherit"], encoding: "utf8", ...opts });
+  if (result.status !== 0) throw new Error(`${cmd} ${args.join(" ")} exited with ${result.status}`);
+  return result.stdout ?? "";
+}
+
+function peerEnv() {
+  const env = {};
+  for (const line of run("bash", ["test/peers/up.sh", "--env"]).split("\n")) {
+    const match = /^export ([A-Z0-9_]+)=(.*)$/.exec(line.trim());
+    if (match) env[match[1]] = match[2].replace(/^["']|["']$/g, "");
+  }
+  return env;
+}
+
+const peerRunning = (peer) =>
+  spawnSync("bash", ["test/peers/peer.sh", peer, "status"], { cwd: root, stdio: "ignore" }).status === 0;
+
+const services = [
+  { name: "sessions", dir: "services/sessions", port: 8101 },
+  { name: "billing", dir: "services/billing", port: 8102 },
+  { name: "accounts", dir: "services/accounts", port: 8103 },
+  { name: "auth-proxy", dir: "services/auth-proxy", port: 8104 },
+  { name: "gateway", dir: "gateway", port: Number(process.env.PORT ?? 8080) },
+];
+
+const children = [];
+let startedPeers = [];
+let stopping = false;
+
+async function waitReady(service, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  const url = `http://127.0.0.1:${service.port}/readyz`;
+  while (Date.now() < deadline) {
+    if (service.exited) throw new Error(`${service.name} exited during start-up (see its log lines above)`);
+    try {
+      const res = await fetch(url);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`${service.name} was not ready at ${url} within ${timeoutMs / 1000} s`);
+}
+
+function startService(service, env) {
+  const child = spawn(
+    process.execPath,
+    ["--enable-source-maps", "--import", path.join(root, "shared/dist/telemetry.js"), "dist/main.js"],
+    {
+      cwd: path.join(root, service.dir),
+      env: { ...process.env, ...env, PORT: String(service.port), OTEL_SERVICE_NAME: service.name },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  const prefix = `${service.name.padEnd(10)} | `;
+  for (const stream of [child.stdout, child.stderr]) {
+    let pending = "";
+    stream.on("data", (chunk) => {
+      pending += chunk;
+      const lines = pending.split("\n");
+      pending = lines.pop() ?? "";
+      for (const line of lines) process.stdout.write(prefix + line + "\n");
+    });
+  }
+  child.on("exit", (code, signal) => {
+    service.exited = true;
+    if (!stopping) {
+      say(`${service.name} exited (${signal ?? code}); stopping the platform`);
+      void shutdown(1);
+    }
+  });
+  children.push(child);
+}
+
+async function shutdown(code) {
+  if (stopping) return;
+  stopping = true;
+  say("stopping services");
+  for (const child of children) if (child.exitCode === null) child.kill("SIGTERM");
+  await Promise.all(
+    children.map(
+      (child) =>
+        new Promise((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resolve();
+          const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+          child.on("exit", () => {
+            clearTimeout(timer);
+            resolve();
+          });
+        }),
+    ),
+  );
+  for (const peer of startedPeers.reverse()) {
+    say(`stopping ${peer}`);
+    spawnSync("bash", ["test/peers/peer.sh", peer, "stop"], { cwd: root, stdio: "inherit" });
+  }
+  process.exit(code);
+}
+
+async function main() {
+  const began = Date.now();
+  process.on("SIGINT", () => void shutdown(0));
+  process.on("SIGTERM", () => void shutdown(0));
+
+  const before = new Set(peers.filter(peerRunning));
+  say(`starting peers: ${peers.join(", ")}`);
+  run("bash", ["test/peers/up.sh", ...peers], { stdio: ["ignore", "inherit", "inherit"] });
+  startedPeers = peers.filter((p) => !before.has(p));
+  const env = peerEnv();
+
+  say("building workspaces (tsc -b)");
+  run("npx", ["tsc", "-b"], { stdio: ["ignore", "inherit", "inherit"] });
+
+  const pgliteRoot = path.join(stateDir, "pglite");
+  mkdirSync(pgliteRoot, { recursive: true });
+  const common = {
+    ...env,
+    NODE_ENV: process.env.NODE_ENV ?? "development",
+    HOST: "127.0.0.1",
+    LOG_LEVEL: process.env.LOG_LEVEL ?? "info",
+    CREATE_QUEUES: "true",
+    PUBLIC_BASE_URL: `http://127.0.0.1:${services.at(-1).port}`,
+  };
+  for (const service of services) {
+    const own = {
+      ...common,
+      PGLITE_DATA_DIR: path.join(pgliteRoot, service.name),
+      SESSIONS_URL: "http://127.0.0.1:8101",
+      BILLING_URL: "http://127.0.0.1:8102",
+      ACCOUNTS_URL: "http://127.0.0.1:8103",
+      AUTH_PROXY_URL: "http://127.0.0.1:8104",
+    };
+    delete own.DATABASE_URL;
+    delete own.TEST_DATABASE_URL;
+    delete own.REDIS_URL;
+    startService(service, own);
+    await waitReady(service);
+    say(`${service.name} ready on http://127.0.0.1:${service.port}`);
+  }
+  const base = common.PUBLIC_BASE_URL;
+  say(`platform up in ${((Date.now() - began) / 1000).toFixed(1)} s — gateway at ${base}`);
+  say(`  contract:  curl ${base}/openapi.json`);
+  say(`  token:     TOKEN=$(npm run --silent token -- you@example.com)`);
+  say(`  call:      curl -H "Authorization: Bearer $TOKEN" ${base}/api/v1/sessions/poll`);
+  say("Ctrl-C stops everything this command started.");
+}
+
+main().catch((err) => {
+  say(`failed: ${err.message}`);
+  void shutdown(1);
+});

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# `npm test`: start the real peers the suites need, build once (some tests spawn compiled processes), run every
+# workspace's jest project, and end with a plain "N passed, N failed" line.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+bash test/peers/up.sh postgres redis moto stripe-mock keycloak mailpit
+eval "$(bash test/peers/up.sh --env)"
+
+echo "[test] building workspaces (tsc -b)" >&2
+npx tsc -b
+
+report="$(mktemp -t jest-report.XXXXXX.json)"
+status=0
+npx jest -c jest.config.js --maxWorkers=2 --json --outputFile="$report" "$@" || status=$?
+node -e '
+  const r = require(process.argv[1]);
+  console.log(`jest: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests} skipped`);
+' "$report" || true
+rm -f "$report"
+exit "$status"
