@@ -13,7 +13,7 @@ npx tsc -b
 
 report="$(mktemp -t jest-report.XXXXXX.json)"
 status=0
-npx jest -c jest.config.js --maxWorkers=2 --json --outputFile="$report" "$@" || status=$?
+NODE_OPTIONS="--experimental-vm-modules ${NODE_OPTIONS:-}" npx jest -c jest.config.js --maxWorkers=2 --json --outputFile="$report" "$@" || status=$?
 node -e '
   const r = require(process.argv[1]);
   console.log(`jest: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests} skipped`);

@@ -29,11 +29,12 @@ function peerEnv() {
 const peerRunning = (peer) =>
   spawnSync("bash", ["test/peers/peer.sh", peer, "status"], { cwd: root, stdio: "ignore" }).status === 0;
 
+const servicePortBase = Number(process.env.SERVICES_PORT_BASE ?? 8101);
 const services = [
-  { name: "sessions", dir: "services/sessions", port: 8101 },
-  { name: "billing", dir: "services/billing", port: 8102 },
-  { name: "accounts", dir: "services/accounts", port: 8103 },
-  { name: "auth-proxy", dir: "services/auth-proxy", port: 8104 },
+  { name: "sessions", dir: "services/sessions", port: servicePortBase, urlVar: "SESSIONS_URL" },
+  { name: "billing", dir: "services/billing", port: servicePortBase + 1, urlVar: "BILLING_URL" },
+  { name: "accounts", dir: "services/accounts", port: servicePortBase + 2, urlVar: "ACCOUNTS_URL" },
+  { name: "auth-proxy", dir: "services/auth-proxy", port: servicePortBase + 3, urlVar: "AUTH_PROXY_URL" },
   { name: "gateway", dir: "gateway", port: Number(process.env.PORT ?? 8080) },
 ];
 
@@ -126,7 +127,7 @@ async function main() {
   say("building workspaces (tsc -b)");
   run("npx", ["tsc", "-b"], { stdio: ["ignore", "inherit", "inherit"] });
 
-  const pgliteRoot = path.join(stateDir, "pglite");
+  const pgliteRoot = process.env.PGLITE_ROOT ?? path.join(stateDir, "pglite");
   mkdirSync(pgliteRoot, { recursive: true });
   const common = {
     ...env,
@@ -140,10 +141,7 @@ async function main() {
     const own = {
       ...common,
       PGLITE_DATA_DIR: path.join(pgliteRoot, service.name),
-      SESSIONS_URL: "http://127.0.0.1:8101",
-      BILLING_URL: "http://127.0.0.1:8102",
-      ACCOUNTS_URL: "http://127.0.0.1:8103",
-      AUTH_PROXY_URL: "http://127.0.0.1:8104",
+      ...Object.fromEntries(services.filter((s) => s.urlVar).map((s) => [s.urlVar, `http://127.0.0.1:${s.port}`])),
     };
     delete own.DATABASE_URL;
     delete own.TEST_DATABASE_URL;

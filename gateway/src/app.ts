@@ -1,0 +1,205 @@
+import http from "node:http";
+import express, { type Express, type Request, type RequestHandler, type Response } from "express";
+import * as OpenApiValidator from "express-openapi-validator";
+import type { Logger } from "pino";
+import {
+  AppError,
+  createBaseApp,
+  extractToken,
+  installErrorHandlers,
+  loadOpenApiDocument,
+  type AuthLocals,
+  type JwtVerifier,
+  type OpenApiDocument,
+  type ReadinessCheck,
+} from "@cgs/shared";
+import type { GatewayConfig } from "./config";
+import { buildRouteTable, type RouteEntry, type UpstreamUrls } from "./http/route-table";
+import { createRateLimiters, type RedisCommandSender } from "./http/rate-limit-middleware";
+import { securityHeaders } from "./http/security-headers";
+import { createUpstreamProxy } from "./http/upstream-proxy";
+
+export interface GatewayDeps {
+  config: GatewayConfig;
+  logger: Logger;
+  verifier: JwtVerifier;
+  /** The API contract; defaults to shared/openapi.json. */
+  openapi?: OpenApiDocument;
+  /** Shared rate-limit counters; omit for in-memory (single replica). */
+  redis?: RedisCommandSender;
+  /** Keep-alive pool for upstream calls; main.ts owns and destroys it. */
+  upstreamAgent?: http.Agent;
+}
+
+interface GatewayLocals extends Partial<AuthLocals> {
+  route?: RouteEntry;
+}
+
+type RawBodyRequest = Request & { rawBody?: Buffer };
+
+export function upstreamsFromConfig(config: GatewayConfig): UpstreamUrls {
+  return {
+    sessions: config.SESSIONS_URL,
+    billing: config.BILLING_URL,
+    accounts: config.ACCOUNTS_URL,
+    "auth-proxy": config.AUTH_PROXY_URL,
+  };
+}
+
+const routeOf = (res: Response): RouteEntry => {
+  const route = (res.locals as GatewayLocals).route;
+  if (!route) throw new Error("route not resolved");
+  return route;
+};
+
+/**
+ * The one origin: serves /openapi.json and GET /api/v1/health, and for every other documented
+ * /api/v1 operation resolves the route, authenticates, rate-limits, validates against openapi.json
+ * and forwards to the owning service. Never listens.
+ */
+export function createApp(deps: GatewayDeps): Express {
+  const { config, logger, verifier } = deps;
+  const doc = deps.openapi ?? loadOpenApiDocument();
+  const table = buildRouteTable(doc, upstreamsFromConfig(config));
+  const limiters = createRateLimiters(
+    {
+      windowMs: config.RATE_LIMIT_WINDOW_MS,
+      read: config.RATE_LIMIT_READ,
+      write: config.RATE_LIMIT_WRITE,
+      poll: config.RATE_LIMIT_POLL,
+      webhook: config.RATE_LIMIT_WEBHOOK,
+      resetEmail: config.RATE_LIMIT_RESET_EMAIL,
+      resetEmailWindowMs: config.RATE_LIMIT_RESET_EMAIL_WINDOW_MS,
+    },
+    deps.redis,
+  );
+  const forward = createUpstreamProxy({
+    agent: deps.upstreamAgent ?? new http.Agent({ keepAlive: true, maxSockets: config.UPSTREAM_MAX_SOCKETS }),
+    connectTimeoutMs: config.UPSTREAM_CONNECT_TIMEOUT_MS,
+    responseTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
+    logger,
+  });
+
+  const readiness: ReadinessCheck[] = [];
+  const redis = deps.redis;
+  if (redis) readiness.push({ name: "redis", check: () => redis.sendCommand(["PING"]) });
+
+  const app = createBaseApp({ logger, readiness, jsonLimit: false, trustProxy: config.TRUST_PROXY });
+  app.use(securityHeaders(config.PUBLIC_BASE_URL));
+
+  const documentJson = JSON.stringify(doc);
+  app.get("/openapi.json", limiters.forBucket({ bucket: "read", scope: "ip" }), (_req, res) => {
+    res.type("application/json").send(documentJson);
+  });
+
+  const resolveRoute: RequestHandler = (req, res, next) => {
+    const match = table.match(req.method, req.path);
+    if (match.kind === "found") {
+      (res.locals as GatewayLocals).route = match.route;
+      next();
+      return;
+    }
+    const error = AppError.notFound("Route not found");
+    if (match.kind === "method-not-allowed") error.withHeaders({ Allow: match.allow.join(", ") });
+    next(error);
+  };
+
+  const gatewayOwned: RequestHandler = (_req, res, next) => {
+    const route = routeOf(res);
+    if (route.upstream !== null) {
+      next();
+      return;
+    }
+    if (route.operationId === "getHealth") {
+      res.setHeader("Cache-Control", "no-store");
+      res.json({ status: "ok", version: config.APP_VERSION });
+      return;
+    }
+    next(AppError.notFound("Route not found"));
+  };
+
+  // Bearer header, or the session cookie (writes only from PUBLIC_BASE_URL's origin). Failed attempts
+  // count against the client IP's bucket so credential guessing is limited too.
+  const authenticate: RequestHandler = async (req, res, next) => {
+    const route = routeOf(res);
+    if (route.public) {
+      next();
+      return;
+    }
+    const credential = extractToken(req, {
+      cookieName: config.SESSION_COOKIE_NAME,
+      allowedOrigin: config.PUBLIC_BASE_URL,
+    });
+    try {
+      if (!credential) throw AppError.unauthenticated();
+      const principal = await verifier.verify(credential.token);
+      const locals = res.locals as GatewayLocals;
+      locals.principal = principal;
+      locals.accessToken = credential.token;
+      locals.credentialSource = credential.source;
+      next();
+    } catch {
+      if (!route.rateLimit) {
+        next(AppError.unauthenticated());
+        return;
+      }
+      const ipLimiter = limiters.forBucket({ bucket: route.rateLimit.bucket, scope: "ip" });
+      void ipLimiter(req, res, (err?: unknown) => next(err ?? AppError.unauthenticated()));
+    }
+  };
+
+  const limit: RequestHandler = (req, res, next) => {
+    const route = routeOf(res);
+    if (!route.rateLimit) {
+      next();
+      return;
+    }
+    void limiters.forBucket(route.rateLimit)(req, res, next);
+  };
+
+  const jsonParser = express.json({
+    limit: config.BODY_LIMIT,
+    type: ["application/json", "application/*+json"],
+    verify: (req, _res, buf) => {
+      (req as RawBodyRequest).rawBody = buf;
+    },
+  });
+  const parseBody: RequestHandler = (req, res, next) =>
+    routeOf(res).rawBody ? next() : jsonParser(req, res, next);
+
+  const validator = express.Router();
+  validator.use(
+    OpenApiValidator.middleware({
+      apiSpec: structuredClone(doc) as never,
+      validateRequests: { allowUnknownQueryParameters: false },
+      validateResponses: false,
+      validateSecurity: false,
+      validateApiSpec: false,
+      ignoreUndocumented: true,
+    }),
+  );
+  // Raw-body routes (the Stripe webhook) are not validated here: their service checks the signature over the untouched bytes.
+  const validate: RequestHandler = (req, res, next) =>
+    routeOf(res).rawBody ? next() : validator(req, res, next);
+
+  const perEmail: RequestHandler = (req, res, next) =>
+    routeOf(res).operationId === "requestPasswordReset" ? void limiters.resetEmail(req, res, next) : next();
+
+  const proxy: RequestHandler = (req, res, next) => {
+    const route = routeOf(res);
+    const locals = res.locals as GatewayLocals;
+    forward(req, res, next, {
+      upstream: route.upstream!,
+      owner: route.owner,
+      token: route.public ? undefined : locals.accessToken,
+      body: route.rawBody ? "stream" : (req as RawBodyRequest).rawBody,
+    });
+  };
+
+  const api = express.Router();
+  api.use(resolveRoute, gatewayOwned, authenticate, limit, parseBody, validate, perEmail, proxy);
+  // Mounted at the root (not at "/api") so req.path and req.originalUrl stay the full documented path.
+  app.use((req, res, next) => (req.path.startsWith("/api/") ? api(req, res, next) : next()));
+  installErrorHandlers(app, { logger });
+  return app;
+}

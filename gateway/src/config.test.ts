@@ -1,0 +1,48 @@
+import { ConfigError } from "@cgs/shared";
+import { loadGatewayConfig } from "./config";
+
+describe("loadGatewayConfig", () => {
+  it("when nothing is set, then the local defaults apply", () => {
+    const config = loadGatewayConfig({});
+    expect(config).toMatchObject({
+      PORT: 8080,
+      HOST: "127.0.0.1",
+      SESSIONS_URL: "http://127.0.0.1:8101",
+      AUTH_PROXY_URL: "http://127.0.0.1:8104",
+      TRUST_PROXY: "loopback",
+      RATE_LIMIT_READ: 60,
+      RATE_LIMIT_WRITE: 20,
+      RATE_LIMIT_POLL: 30,
+      SESSION_COOKIE_NAME: "cgs_session",
+    });
+    expect(config.REDIS_URL).toBeUndefined();
+  });
+
+  it("when TRUST_PROXY is a hop count, then it becomes a number", () => {
+    expect(loadGatewayConfig({ TRUST_PROXY: "2" }).TRUST_PROXY).toBe(2);
+  });
+
+  it("when several variables are wrong, then one error names each of them", () => {
+    expect(() =>
+      loadGatewayConfig({
+        SESSIONS_URL: "not a url",
+        REDIS_URL: "http://x",
+        RATE_LIMIT_WRITE: "0",
+        PORT: "99999",
+      }),
+    ).toThrow(ConfigError);
+    try {
+      loadGatewayConfig({
+        SESSIONS_URL: "not a url",
+        REDIS_URL: "http://x",
+        RATE_LIMIT_WRITE: "0",
+        PORT: "99999",
+      });
+    } catch (err) {
+      expect((err as ConfigError).issues.map((i) => i.variable).sort()).toEqual(
+        ["PORT", "RATE_LIMIT_WRITE", "REDIS_URL", "SESSIONS_URL"].sort(),
+      );
+      expect((err as ConfigError).message).toContain("Base URL of the sessions service");
+    }
+  });
+});

@@ -1,0 +1,70 @@
+import { z } from "zod";
+import { commonServiceEnv, envInt, envUrl, loadConfig } from "@cgs/shared";
+
+const trustProxy = z
+  .string()
+  .default("loopback")
+  .transform((v): boolean | number | string => {
+    if (v === "true") return true;
+    if (v === "false") return false;
+    if (/^\d+$/.test(v)) return Number(v);
+    return v;
+  });
+
+export const gatewayEnvSchema = z.object({
+  ...commonServiceEnv(8080),
+  APP_VERSION: z.string().default("0.1.0").describe("Build version reported by GET /api/v1/health"),
+  PUBLIC_BASE_URL: envUrl()
+    .default("http://127.0.0.1:8080")
+    .describe(
+      "Public origin of the gateway (scheme://host[:port]); cookie-authenticated writes must come from it",
+    ),
+  TRUST_PROXY: trustProxy.describe(
+    "Express 'trust proxy': loopback (default), a hop count, true/false, or comma-separated subnets of the load balancer",
+  ),
+  SESSIONS_URL: envUrl().default("http://127.0.0.1:8101").describe("Base URL of the sessions service"),
+  BILLING_URL: envUrl().default("http://127.0.0.1:8102").describe("Base URL of the billing service"),
+  ACCOUNTS_URL: envUrl().default("http://127.0.0.1:8103").describe("Base URL of the accounts service"),
+  AUTH_PROXY_URL: envUrl().default("http://127.0.0.1:8104").describe("Base URL of the auth-proxy service"),
+  UPSTREAM_TIMEOUT_MS: envInt(15_000, 1).describe(
+    "Max wait for an upstream's response headers (and idle body), in ms",
+  ),
+  UPSTREAM_CONNECT_TIMEOUT_MS: envInt(2_000, 1).describe(
+    "Max wait to open a connection to an upstream, in ms",
+  ),
+  UPSTREAM_MAX_SOCKETS: envInt(128, 1).describe("Keep-alive connection pool size per upstream"),
+  BODY_LIMIT: z.string().default("64kb").describe('Max request body size, e.g. "64kb"'),
+  SESSION_COOKIE_NAME: z
+    .string()
+    .min(1)
+    .default("cgs_session")
+    .describe("HttpOnly cookie carrying the browser's access token"),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, "must be a redis:// or rediss:// URL")
+    .optional()
+    .describe(
+      "Redis for rate-limit counters shared by every gateway replica; unset = in-memory (single replica)",
+    ),
+  RATE_LIMIT_WINDOW_MS: envInt(60_000, 1).describe("Rate-limit window, in ms"),
+  RATE_LIMIT_READ: envInt(60, 1).describe(
+    "Read (GET) requests per window per account / per IP on public routes",
+  ),
+  RATE_LIMIT_WRITE: envInt(20, 1).describe(
+    "Write (POST, PATCH, DELETE) requests per window per account / per IP",
+  ),
+  RATE_LIMIT_POLL: envInt(30, 1).describe("GET /api/v1/sessions/poll requests per window per account"),
+  RATE_LIMIT_WEBHOOK: envInt(600, 1).describe("Stripe webhook requests per window per client IP"),
+  RATE_LIMIT_RESET_EMAIL: envInt(5, 1).describe(
+    "Password-reset requests per e-mail address per RATE_LIMIT_RESET_EMAIL_WINDOW_MS",
+  ),
+  RATE_LIMIT_RESET_EMAIL_WINDOW_MS: envInt(3_600_000, 1).describe(
+    "Window of the per-e-mail password-reset limit, in ms",
+  ),
+});
+
+export type GatewayConfig = z.output<typeof gatewayEnvSchema>;
+
+export function loadGatewayConfig(env: Record<string, string | undefined> = process.env): GatewayConfig {
+  return loadConfig(gatewayEnvSchema, env);
+}

@@ -1,0 +1,65 @@
+import http from "node:http";
+import { createClient } from "redis";
+import {
+  ConfigError,
+  createJwtVerifier,
+  createLogger,
+  oidcSettings,
+  startServer,
+  stopOnSignals,
+} from "@cgs/shared";
+import { createApp } from "./app";
+import { loadGatewayConfig, type GatewayConfig } from "./config";
+
+async function main(): Promise<void> {
+  let config: GatewayConfig;
+  try {
+    config = loadGatewayConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const logger = createLogger({
+    name: "gateway",
+    level: config.LOG_LEVEL,
+    base: { version: config.APP_VERSION },
+  });
+
+  // disableOfflineQueue: while Redis is down, limiter calls fail at once (and pass) instead of queueing.
+  const redis = config.REDIS_URL
+    ? createClient({ url: config.REDIS_URL, disableOfflineQueue: true })
+    : undefined;
+  if (redis) {
+    redis.on("error", (err: unknown) => logger.warn({ err }, "redis error"));
+    await redis.connect();
+  }
+  const upstreamAgent = new http.Agent({ keepAlive: true, maxSockets: config.UPSTREAM_MAX_SOCKETS });
+
+  const app = createApp({
+    config,
+    logger,
+    verifier: createJwtVerifier(oidcSettings(config)),
+    redis: redis ? { sendCommand: (args) => redis.sendCommand(args) } : undefined,
+    upstreamAgent,
+  });
+  const running = await startServer(app, {
+    port: config.PORT,
+    host: config.HOST,
+    logger,
+    shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
+    // Above typical load-balancer idle timeouts (60 s) so the LB never reuses a socket we just closed.
+    keepAliveTimeoutMs: 65_000,
+    onClose: [() => upstreamAgent.destroy(), async () => redis && (await redis.quit())],
+  });
+  stopOnSignals(running, logger);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(
+    `gateway failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
+  process.exit(1);
+});

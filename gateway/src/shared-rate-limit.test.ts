@@ -1,0 +1,139 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import { createClient } from "redis";
+import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
+import {
+  gatewayTestEnv,
+  startFakeUpstream,
+  startTestGateway,
+  type FakeUpstream,
+  type TestGateway,
+} from "./testing/gateway-harness";
+
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+const repoRoot = path.resolve(__dirname, "..", "..");
+
+let idp: TestIdentityProvider;
+beforeAll(async () => {
+  idp = await startTestIdentityProvider();
+});
+afterAll(() => idp.close());
+
+async function redisClient() {
+  const client = createClient({
+    url: REDIS_URL,
+    socket: { connectTimeout: 2_000, reconnectStrategy: false },
+  });
+  client.on("error", () => undefined);
+  try {
+    await client.connect();
+  } catch (err) {
+    throw new Error(
+      `Redis is required at ${REDIS_URL} (start it with: bash test/peers/up.sh redis): ${String(err)}`,
+    );
+  }
+  return client;
+}
+
+async function write(baseUrl: string, token: string): Promise<{ status: number; remaining: string | null }> {
+  const res = await fetch(`${baseUrl}/api/v1/sessions/vpn-key`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}` },
+  });
+  await res.arrayBuffer();
+  return { status: res.status, remaining: res.headers.get("x-ratelimit-remaining") };
+}
+
+describe("rate limits shared through Redis", () => {
+  it("when two gateway instances share Redis, then an account has one write budget across both", async () => {
+    const clients = [await redisClient(), await redisClient()];
+    const gateways: TestGateway[] = [];
+    try {
+      for (const client of clients) {
+        gateways.push(
+          await startTestGateway(idp, { redis: { sendCommand: (args) => client.sendCommand(args) } }),
+        );
+      }
+      const token = await idp.sign({ sub: `shared-${randomUUID()}` });
+      const results = [];
+      for (let i = 0; i < 21; i++) results.push(await write(gateways[i % 2]!.url, token));
+      expect(results.slice(0, 20).map((r) => r.status)).toEqual(Array(20).fill(200));
+      expect(results.slice(0, 20).map((r) => r.remaining)).toEqual(
+        Array.from({ length: 20 }, (_, i) => String(19 - i)),
+      );
+      expect(results[20]!.status).toBe(429);
+      const otherAccount = await write(gateways[1]!.url, await idp.sign({ sub: `shared-${randomUUID()}` }));
+      expect(otherAccount).toEqual({ status: 200, remaining: "19" });
+    } finally {
+      await Promise.all(gateways.map((g) => g.close()));
+      await Promise.all(clients.map((c) => c.quit()));
+    }
+  });
+
+  describe("with two gateway processes", () => {
+    const children: ChildProcess[] = [];
+    let upstream: FakeUpstream;
+    afterAll(async () => {
+      for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+      await upstream?.close();
+    });
+
+    async function startProcess(): Promise<{ url: string; child: ChildProcess }> {
+      const env = {
+        ...process.env,
+        ...gatewayTestEnv(idp, {
+          sessions: upstream.url,
+          billing: upstream.url,
+          accounts: upstream.url,
+          "auth-proxy": upstream.url,
+        }),
+        LOG_LEVEL: "info",
+        REDIS_URL,
+        TSX_TSCONFIG_PATH: path.join(repoRoot, "tsconfig.test.json"),
+      };
+      const child = spawn(process.execPath, ["--import", "tsx", path.join(repoRoot, "gateway/src/main.ts")], {
+        cwd: repoRoot,
+        env,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      children.push(child);
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = "";
+        let err = "";
+        const timer = setTimeout(
+          () => reject(new Error(`gateway process did not start:\n${out}\n${err}`)),
+          30_000,
+        );
+        child.stderr!.on("data", (c: Buffer) => (err += c.toString()));
+        child.stdout!.on("data", (c: Buffer) => {
+          out += c.toString();
+          const match = /"url":"(http:\/\/[^"]+)","msg":"listening"/.exec(out);
+          if (match) {
+            clearTimeout(timer);
+            resolve(match[1]!);
+          }
+        });
+        child.once("exit", (code) =>
+          reject(new Error(`gateway process exited with ${code}:\n${out}\n${err}`)),
+        );
+      });
+      return { url, child };
+    }
+
+    it("when requests alternate between the two processes, then the 21st write answers 429 and SIGTERM drains both", async () => {
+      upstream = await startFakeUpstream("any");
+      const [a, b] = await Promise.all([startProcess(), startProcess()]);
+      const token = await idp.sign({ sub: `proc-${randomUUID()}` });
+      const statuses: number[] = [];
+      for (let i = 0; i < 21; i++) statuses.push((await write((i % 2 === 0 ? a : b).url, token)).status);
+      expect(statuses.slice(0, 20)).toEqual(Array(20).fill(200));
+      expect(statuses[20]).toBe(429);
+
+      const exits = [a, b].map((p) => new Promise<number | null>((resolve) => p.child.once("exit", resolve)));
+      a.child.kill("SIGTERM");
+      b.child.kill("SIGTERM");
+      expect(await Promise.all(exits)).toEqual([0, 0]);
+    });
+  });
+});

@@ -1,0 +1,139 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import pino from "pino";
+import { createJwtVerifier, oidcSettings, startServer, type RunningServer } from "@cgs/shared";
+import type { TestIdentityProvider } from "@cgs/shared/testing/tokens";
+import { createApp, type GatewayDeps } from "../app";
+import { loadGatewayConfig } from "../config";
+
+export interface RecordedRequest {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+export interface FakeUpstream {
+  owner: string;
+  url: string;
+  requests: RecordedRequest[];
+  close(): Promise<void>;
+}
+
+export type UpstreamHandler = (req: RecordedRequest, res: http.ServerResponse) => void;
+
+/** A real HTTP server standing in for a service: records every request, answers 200 {owner, path} unless told otherwise. */
+export async function startFakeUpstream(owner: string, handler?: UpstreamHandler): Promise<FakeUpstream> {
+  const requests: RecordedRequest[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const recorded = {
+        method: req.method ?? "",
+        url: req.url ?? "",
+        headers: req.headers,
+        body: Buffer.concat(chunks),
+      };
+      requests.push(recorded);
+      if (handler) {
+        handler(recorded, res);
+        return;
+      }
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ owner, path: recorded.url }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    owner,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** A port nothing listens on (bound then released). */
+export async function closedPortUrl(): Promise<string> {
+  const server = http.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return `http://127.0.0.1:${port}`;
+}
+
+export interface TestGateway extends RunningServer {
+  upstreams: Record<"sessions" | "billing" | "accounts" | "auth-proxy", FakeUpstream>;
+  close(): Promise<void>;
+}
+
+export function gatewayTestEnv(
+  idp: TestIdentityProvider,
+  upstreamUrls: Record<string, string>,
+  env: Record<string, string> = {},
+) {
+  return {
+    LOG_LEVEL: "silent",
+    PORT: "0",
+    OIDC_ISSUER: idp.issuer,
+    OIDC_AUDIENCE: idp.audience,
+    OIDC_JWKS_URL: idp.jwksUrl,
+    OIDC_JWKS_COOLDOWN_MS: "0",
+    SESSIONS_URL: upstreamUrls.sessions ?? "",
+    BILLING_URL: upstreamUrls.billing ?? "",
+    ACCOUNTS_URL: upstreamUrls.accounts ?? "",
+    AUTH_PROXY_URL: upstreamUrls["auth-proxy"] ?? "",
+    ...env,
+  };
+}
+
+/** createApp over real HTTP on 127.0.0.1:0, with four fake upstreams and the test identity provider. */
+export async function startTestGateway(
+  idp: TestIdentityProvider,
+  options: {
+    env?: Record<string, string>;
+    redis?: GatewayDeps["redis"];
+    upstreamHandler?: UpstreamHandler;
+  } = {},
+): Promise<TestGateway> {
+  const upstreams = {
+    sessions: await startFakeUpstream("sessions", options.upstreamHandler),
+    billing: await startFakeUpstream("billing", options.upstreamHandler),
+    accounts: await startFakeUpstream("accounts", options.upstreamHandler),
+    "auth-proxy": await startFakeUpstream("auth-proxy", options.upstreamHandler),
+  };
+  const config = loadGatewayConfig(
+    gatewayTestEnv(
+      idp,
+      Object.fromEntries(Object.entries(upstreams).map(([k, u]) => [k, u.url])),
+      options.env,
+    ),
+  );
+  const logger = pino({ level: "silent" });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+  const app = createApp({
+    config,
+    logger,
+    verifier: createJwtVerifier(oidcSettings(config)),
+    redis: options.redis,
+    upstreamAgent: agent,
+  });
+  const running = await startServer(app, {
+    port: 0,
+    logger,
+    shutdownGraceMs: 2_000,
+    onClose: () => agent.destroy(),
+  });
+  return {
+    ...running,
+    upstreams,
+    async close() {
+      await running.stop();
+      await Promise.all(Object.values(upstreams).map((u) => u.close()));
+    },
+  };
+}

@@ -1,0 +1,1 @@
+export { outboxTable, processedEventsTable } from "@cgs/shared";

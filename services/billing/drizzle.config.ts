@@ -1,0 +1,7 @@
+import { defineConfig } from "drizzle-kit";
+
+export default defineConfig({
+  dialect: "postgresql",
+  schema: ["../../shared/src/db/shared-tables.ts"],
+  out: "./drizzle",
+});

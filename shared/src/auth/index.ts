@@ -1,0 +1,2 @@
+export * from "./jwt-verifier";
+export * from "./auth-middleware";

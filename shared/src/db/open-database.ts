@@ -1,0 +1,140 @@
+import { mkdirSync } from "node:fs";
+import { PGlite } from "@electric-sql/pglite";
+import { sql } from "drizzle-orm";
+import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
+import { drizzle as drizzleNodePg } from "drizzle-orm/node-postgres";
+import { migrate as migrateNodePg } from "drizzle-orm/node-postgres/migrator";
+import { Pool } from "pg";
+import { silentLogger, type ComponentLogger } from "./component-logger";
+import type { Database, DatabaseKind, DatabaseSchema, Transaction } from "./database-types";
+
+export interface PoolSettings {
+  /** Connections per process; replicas × max must stay under the server's max_connections. */
+  max?: number;
+  idleTimeoutMs?: number;
+  connectionTimeoutMs?: number;
+  /** Server-side cap on any one statement, so a stuck query cannot hold a connection forever. */
+  statementTimeoutMs?: number;
+}
+
+export interface OpenDatabaseOptions<TSchema extends DatabaseSchema> {
+  /** PostgreSQL connection string; when unset an embedded PGlite database is used. */
+  url?: string;
+  /** PGlite data directory; in memory when unset. Ignored when `url` is set. */
+  pgliteDataDir?: string;
+  /** Folder written by `drizzle-kit generate` (holds meta/_journal.json). */
+  migrationsFolder: string;
+  schema: TSchema;
+  logger?: ComponentLogger;
+  pool?: PoolSettings;
+  applicationName?: string;
+}
+
+export interface OpenedDatabase<TSchema extends DatabaseSchema> {
+  db: Database<TSchema>;
+  kind: DatabaseKind;
+  /** Resolves when the database answers a trivial query; for /readyz. */
+  ping(): Promise<void>;
+  withTransaction<T>(work: (tx: Transaction<TSchema>) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+const defaultPool: Required<PoolSettings> = {
+  max: 10,
+  idleTimeoutMs: 30_000,
+  connectionTimeoutMs: 5_000,
+  statementTimeoutMs: 15_000,
+};
+
+// Arbitrary constant: serialises migrations when several replicas start at once.
+const MIGRATION_LOCK_KEY = 7_262_531_001;
+
+/** Opens PostgreSQL (or PGlite when no URL is given) and applies pending migrations before returning. */
+export async function openDatabase<TSchema extends DatabaseSchema>(
+  options: OpenDatabaseOptions<TSchema>,
+): Promise<OpenedDatabase<TSchema>> {
+  const logger = options.logger ?? silentLogger;
+  return options.url
+    ? openPostgres(options.url, options, logger)
+    : openPglite(options.pgliteDataDir, options, logger);
+}
+
+async function openPostgres<TSchema extends DatabaseSchema>(
+  url: string,
+  options: OpenDatabaseOptions<TSchema>,
+  logger: ComponentLogger,
+): Promise<OpenedDatabase<TSchema>> {
+  const settings = { ...defaultPool, ...options.pool };
+  const pool = new Pool({
+    connectionString: url,
+    max: settings.max,
+    idleTimeoutMillis: settings.idleTimeoutMs,
+    connectionTimeoutMillis: settings.connectionTimeoutMs,
+    statement_timeout: settings.statementTimeoutMs,
+    application_name: options.applicationName,
+  });
+  // An idle client losing its connection emits here; unhandled it would crash the process.
+  pool.on("error", (err) => logger.error({ err }, "postgres pool client error"));
+
+  try {
+    const client = await pool.connect();
+    try {
+      await client.query("select pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
+      try {
+        await migrateNodePg(drizzleNodePg(client, { schema: options.schema }), {
+          migrationsFolder: options.migrationsFolder,
+        });
+      } finally {
+        await client.query("select pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]);
+      }
+    } finally {
+      client.release();
+    }
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    throw err;
+  }
+  logger.info({ kind: "postgres" }, "database migrated");
+
+  const db = drizzleNodePg(pool, { schema: options.schema }) as unknown as Database<TSchema>;
+  return wrap(db, "postgres", () => pool.end());
+}
+
+async function openPglite<TSchema extends DatabaseSchema>(
+  dataDir: string | undefined,
+  options: OpenDatabaseOptions<TSchema>,
+  logger: ComponentLogger,
+): Promise<OpenedDatabase<TSchema>> {
+  if (dataDir) mkdirSync(dataDir, { recursive: true });
+  const client = new PGlite(dataDir);
+  const pgliteDb = drizzlePglite(client, { schema: options.schema });
+  try {
+    await migratePglite(pgliteDb, { migrationsFolder: options.migrationsFolder });
+  } catch (err) {
+    await client.close().catch(() => undefined);
+    throw err;
+  }
+  logger.info({ kind: "pglite", dataDir: dataDir ?? "memory" }, "database migrated");
+  return wrap(pgliteDb as unknown as Database<TSchema>, "pglite", () => client.close());
+}
+
+function wrap<TSchema extends DatabaseSchema>(
+  db: Database<TSchema>,
+  kind: DatabaseKind,
+  closeClient: () => Promise<void>,
+): OpenedDatabase<TSchema> {
+  let closed: Promise<void> | undefined;
+  return {
+    db,
+    kind,
+    async ping() {
+      await db.execute(sql`select 1`);
+    },
+    withTransaction: (work) => db.transaction(work),
+    close() {
+      closed ??= closeClient();
+      return closed;
+    },
+  };
+}

@@ -1,0 +1,40 @@
+import express, { type Express } from "express";
+import type { Logger } from "pino";
+import { errorHandler, notFoundHandler } from "../errors";
+import { healthRoutes, type ReadinessCheck } from "./health-routes";
+import { loggingMiddleware } from "./logging-middleware";
+
+export interface BaseAppOptions {
+  logger: Logger;
+  readiness?: ReadinessCheck[];
+  /** JSON body limit (bytes or "100kb"); false mounts no JSON parser (the gateway parses per route). */
+  jsonLimit?: string | number | false;
+  /** Express "trust proxy" setting; loopback by default. */
+  trustProxy?: boolean | number | string | string[];
+}
+
+/**
+ * The front half every process shares: no X-Powered-By, request id + access log, /healthz, /readyz,
+ * a size-limited JSON parser. Mount routes on the result, then call installErrorHandlers(app, {logger}).
+ */
+export function createBaseApp({
+  logger,
+  readiness = [],
+  jsonLimit = "100kb",
+  trustProxy = "loopback",
+}: BaseAppOptions): Express {
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("trust proxy", trustProxy);
+  app.set("query parser", "simple");
+  app.use(loggingMiddleware(logger));
+  app.use(healthRoutes(readiness));
+  if (jsonLimit !== false) app.use(express.json({ limit: jsonLimit }));
+  return app;
+}
+
+/** Unknown routes -> 404 NOT_FOUND, then the one error middleware. Call after mounting every route. */
+export function installErrorHandlers(app: Express, { logger }: { logger: Logger }): void {
+  app.use(notFoundHandler());
+  app.use(errorHandler({ logger }));
+}

@@ -1,0 +1,38 @@
+import { GetQueueUrlCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import type { EventType } from "../events";
+
+/** Fan-out table: each event type goes to every listed destination (queue name or queue URL). */
+export type EventRoutes = Partial<Record<EventType, readonly string[]>>;
+
+export function destinationsFor(routes: EventRoutes, type: EventType): readonly string[] {
+  return routes[type] ?? [];
+}
+
+export type QueueUrlResolver = (destination: string) => Promise<string>;
+
+/**
+ * Turns a destination into a queue URL: URLs pass through, names found in `knownUrls` map directly,
+ * other names are looked up once with GetQueueUrl and cached.
+ */
+export function createQueueUrlResolver(
+  sqs: SQSClient,
+  knownUrls: Record<string, string> = {},
+): QueueUrlResolver {
+  const cache = new Map<string, Promise<string>>(
+    Object.entries(knownUrls).map(([k, v]) => [k, Promise.resolve(v)]),
+  );
+  return (destination) => {
+    if (/^https?:\/\//.test(destination)) return Promise.resolve(destination);
+    let url = cache.get(destination);
+    if (!url) {
+      url = sqs.send(new GetQueueUrlCommand({ QueueName: destination })).then((out) => {
+        if (!out.QueueUrl) throw new Error(`no URL for queue ${destination}`);
+        return out.QueueUrl;
+      });
+      // A failed lookup must not be cached forever.
+      url.catch(() => cache.delete(destination));
+      cache.set(destination, url);
+    }
+    return url;
+  };
+}

@@ -1,0 +1,73 @@
+import type { Express } from "express";
+import type { Logger } from "pino";
+import type { z } from "zod";
+import { createJwtVerifier, type JwtVerifier } from "../auth";
+import { ConfigError, loadConfig, oidcSettings, type CommonServiceConfig } from "../config";
+import { openDatabase, type DatabaseSchema, type OpenedDatabase } from "../db";
+import { createLogger, startServer, stopOnSignals, type Closer, type RunningServer } from "../http";
+
+type ServiceConfig = CommonServiceConfig & { DATABASE_URL?: string; PGLITE_DATA_DIR?: string };
+
+export interface ServiceContext<TConfig extends ServiceConfig, TSchema extends DatabaseSchema> {
+  config: TConfig;
+  logger: Logger;
+  database: OpenedDatabase<TSchema>;
+  verifier: JwtVerifier;
+}
+
+export interface ServiceDefinition<S extends z.ZodType<ServiceConfig, z.ZodTypeDef, unknown>, TSchema extends DatabaseSchema> {
+  name: string;
+  configSchema: S;
+  schema: TSchema;
+  migrationsFolder: string;
+  buildApp(context: ServiceContext<z.output<S>, TSchema>): Express;
+  /** Background work (consumers, relays, sweeps); the closers run on shutdown after the server drains. */
+  startWorkers?(context: ServiceContext<z.output<S>, TSchema>): Promise<Closer[]> | Closer[];
+}
+
+/**
+ * The composition root every service shares: config (fail fast), logger, its own database with migrations,
+ * JWT verifier, the HTTP server, background workers, and a drain on SIGTERM/SIGINT.
+ */
+export async function runService<S extends z.ZodType<ServiceConfig, z.ZodTypeDef, unknown>, TSchema extends DatabaseSchema>(
+  definition: ServiceDefinition<S, TSchema>,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<RunningServer> {
+  let config: z.output<S>;
+  try {
+    config = loadConfig(definition.configSchema, env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${definition.name}: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const logger = createLogger({ name: definition.name, level: config.LOG_LEVEL });
+  const database = await openDatabase({
+    url: config.DATABASE_URL,
+    pgliteDataDir: config.PGLITE_DATA_DIR,
+    migrationsFolder: definition.migrationsFolder,
+    schema: definition.schema,
+    logger,
+    applicationName: definition.name,
+  });
+  const context = { config, logger, database, verifier: createJwtVerifier(oidcSettings(config)) };
+  const workers = (await definition.startWorkers?.(context)) ?? [];
+  const running = await startServer(definition.buildApp(context), {
+    port: config.PORT,
+    host: config.HOST,
+    logger,
+    shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
+    onClose: [...workers, () => database.close()],
+  });
+  stopOnSignals(running, logger);
+  return running;
+}
+
+export function exitOnStartupFailure(name: string): (err: unknown) => never {
+  return (err) => {
+    process.stderr.write(`${name} failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  };
+}

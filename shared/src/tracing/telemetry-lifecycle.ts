@@ -1,0 +1,55 @@
+import { NodeSDK } from "@opentelemetry/sdk-node";
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import {
+  BatchSpanProcessor,
+  ConsoleSpanExporter,
+  SimpleSpanProcessor,
+  type SpanProcessor,
+} from "@opentelemetry/sdk-trace-base";
+import { createInstrumentations } from "./instrumentations";
+import { telemetryRegistry, type TelemetryOptions, type TracesExporterKind } from "./telemetry-state";
+
+/** OTLP when an endpoint is configured, console when asked for, otherwise spans are made but not exported. */
+export function telemetryOptionsFromEnv(env: NodeJS.ProcessEnv): TelemetryOptions {
+  const requested = env.OTEL_TRACES_EXPORTER?.trim().toLowerCase();
+  const hasEndpoint = Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+  let exporter: TracesExporterKind = "none";
+  if (requested === "console") exporter = "console";
+  else if (requested !== "none" && hasEndpoint) exporter = "otlp";
+  return { serviceName: env.OTEL_SERVICE_NAME || undefined, exporter };
+}
+
+const noopProcessor: SpanProcessor = {
+  onStart: () => undefined,
+  onEnd: () => undefined,
+  forceFlush: () => Promise.resolve(),
+  shutdown: () => Promise.resolve(),
+};
+
+function spanProcessorFor(kind: TracesExporterKind): SpanProcessor {
+  switch (kind) {
+    case "otlp":
+      return new BatchSpanProcessor(new OTLPTraceExporter());
+    case "console":
+      return new SimpleSpanProcessor(new ConsoleSpanExporter());
+    case "none":
+      // Spans still get ids so traceparent propagates and logs carry trace_id.
+      return noopProcessor;
+  }
+}
+
+/** Starts the OpenTelemetry SDK once per process; later calls return the running options. */
+export function startTelemetry(options: TelemetryOptions): TelemetryOptions {
+  const existing = telemetryRegistry.get();
+  if (existing) return existing.options;
+  const sdk = new NodeSDK({
+    serviceName: options.serviceName,
+    instrumentations: createInstrumentations(),
+    spanProcessors: [spanProcessorFor(options.exporter)],
+    metricReaders: [],
+    logRecordProcessors: [],
+  });
+  sdk.start();
+  telemetryRegistry.set({ sdk, options });
+  return options;
+}
