@@ -170,3 +170,26 @@ export const databaseEnv = () => ({
     .optional()
     .describe("PGlite data directory when DATABASE_URL is unset; in memory when both are unset"),
 });
+
+/** SQS settings for a service that publishes through its outbox and consumes its own inbound queue. */
+export const queueEnv = (defaultQueueName: string) => ({
+  AWS_REGION: z.string().min(1).default("us-east-1").describe("AWS region of the SQS queues"),
+  AWS_ENDPOINT_URL: envUrl()
+    .optional()
+    .describe("AWS endpoint override (moto at http://127.0.0.1:5000 locally); unset in production"),
+  QUEUE_NAME: z
+    .string()
+    .min(1)
+    .default(defaultQueueName)
+    .describe("This service's inbound SQS queue (its DLQ is <name>-dlq)"),
+  QUEUE_NAME_PREFIX: z
+    .string()
+    .default("")
+    .describe("Prefix applied to every queue name this process publishes to or consumes (test isolation)"),
+  CREATE_QUEUES: envBoolean(false).describe(
+    "Create the inbound queue and DLQ at start-up (local and tests; production queues come from infra)",
+  ),
+  QUEUE_MAX_RECEIVE_COUNT: envInt(5, 1).describe("Receives before a failing message moves to the DLQ"),
+  QUEUE_WAIT_SECONDS: envInt(20, 0).describe("SQS long-polling wait, in seconds (0-20)"),
+  OUTBOX_RELAY_INTERVAL_MS: envInt(500, 10).describe("Pause between outbox relay passes when idle, in ms"),
+});

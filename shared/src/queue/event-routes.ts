@@ -36,3 +36,19 @@ export function createQueueUrlResolver(
     return url;
   };
 }
+
+/** Inbound queue of each consuming service; infra creates one (plus a DLQ) per service. */
+export const serviceQueueNames = {
+  sessions: "cgs-sessions",
+  billing: "cgs-billing",
+  accounts: "cgs-accounts",
+} as const;
+
+/** Which service hears which event: the one fan-out table every publisher uses. */
+export const platformEventRoutes: EventRoutes = {
+  "session.started": [serviceQueueNames.billing],
+  "session.stopped": [serviceQueueNames.billing],
+  "session.failed": [serviceQueueNames.billing],
+  "credits.exhausted": [serviceQueueNames.sessions],
+  "account.purge": [serviceQueueNames.sessions, serviceQueueNames.billing],
+};

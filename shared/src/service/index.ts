@@ -1,2 +1,3 @@
 export * from "./run-service";
 export * from "./service-app";
+export * from "./event-workers";

@@ -15,7 +15,10 @@ export interface ServiceContext<TConfig extends ServiceConfig, TSchema extends D
   verifier: JwtVerifier;
 }
 
-export interface ServiceDefinition<S extends z.ZodType<ServiceConfig, z.ZodTypeDef, unknown>, TSchema extends DatabaseSchema> {
+export interface ServiceDefinition<
+  S extends z.ZodType<ServiceConfig, z.ZodTypeDef, unknown>,
+  TSchema extends DatabaseSchema,
+> {
   name: string;
   configSchema: S;
   schema: TSchema;
@@ -29,10 +32,10 @@ export interface ServiceDefinition<S extends z.ZodType<ServiceConfig, z.ZodTypeD
  * The composition root every service shares: config (fail fast), logger, its own database with migrations,
  * JWT verifier, the HTTP server, background workers, and a drain on SIGTERM/SIGINT.
  */
-export async function runService<S extends z.ZodType<ServiceConfig, z.ZodTypeDef, unknown>, TSchema extends DatabaseSchema>(
-  definition: ServiceDefinition<S, TSchema>,
-  env: NodeJS.ProcessEnv = process.env,
-): Promise<RunningServer> {
+export async function runService<
+  S extends z.ZodType<ServiceConfig, z.ZodTypeDef, unknown>,
+  TSchema extends DatabaseSchema,
+>(definition: ServiceDefinition<S, TSchema>, env: NodeJS.ProcessEnv = process.env): Promise<RunningServer> {
   let config: z.output<S>;
   try {
     config = loadConfig(definition.configSchema, env);

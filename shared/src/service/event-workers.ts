@@ -1,0 +1,109 @@
+import type { SQSClient } from "@aws-sdk/client-sqs";
+import type { Logger } from "pino";
+import type { Database, DatabaseSchema } from "../db";
+import type { EventType } from "../events";
+import type { Closer } from "../http";
+import {
+  createQueueUrlResolver,
+  createSqsClient,
+  destinationsFor,
+  enqueueEvent,
+  ensureQueue,
+  platformEventRoutes,
+  startConsumer,
+  startOutboxRelay,
+  type EventHandlers,
+  type EventRoutes,
+} from "../queue";
+import type { AnyEvent } from "../events";
+import type { SqlExecutor } from "../db";
+
+export interface EventWorkerConfig {
+  AWS_REGION: string;
+  AWS_ENDPOINT_URL?: string;
+  QUEUE_NAME: string;
+  QUEUE_NAME_PREFIX: string;
+  CREATE_QUEUES: boolean;
+  QUEUE_MAX_RECEIVE_COUNT: number;
+  QUEUE_WAIT_SECONDS: number;
+  OUTBOX_RELAY_INTERVAL_MS: number;
+}
+
+export interface EventWorkersOptions<TSchema extends DatabaseSchema> {
+  config: EventWorkerConfig;
+  db: Database<TSchema>;
+  logger: Logger;
+  /** Events this service consumes from its own queue; omit for a publish-only service. */
+  handlers?: EventHandlers<TSchema>;
+  sqs?: SQSClient;
+}
+
+export interface EventWorkers {
+  sqs: SQSClient;
+  closers: Closer[];
+}
+
+/** SQS client for a service's config; credentials come from the SDK's default chain (env, IRSA role). */
+export function sqsClientFromConfig(
+  config: Pick<EventWorkerConfig, "AWS_REGION" | "AWS_ENDPOINT_URL">,
+): SQSClient {
+  return createSqsClient({ region: config.AWS_REGION, endpoint: config.AWS_ENDPOINT_URL });
+}
+
+/** The platform's routes with every queue name prefixed (tests isolate themselves with a prefix). */
+export function prefixedRoutes(prefix: string, routes: EventRoutes = platformEventRoutes): EventRoutes {
+  return Object.fromEntries(
+    Object.entries(routes).map(([type, queues]) => [type, (queues ?? []).map((q) => prefix + q)]),
+  );
+}
+
+/** Writes an event to the outbox inside the caller's transaction, addressed by the platform's routing table. */
+export function publishInTransaction(tx: SqlExecutor, event: AnyEvent, prefix = ""): Promise<void> {
+  return enqueueEvent(tx, event, destinationsFor(prefixedRoutes(prefix), event.type as EventType));
+}
+
+/**
+ * Starts the outbox relay and, when the service consumes events, the long-polling consumer on its own queue
+ * (created with its DLQ when CREATE_QUEUES is set). Returns closers for runService's drain.
+ */
+export async function startEventWorkers<TSchema extends DatabaseSchema>(
+  options: EventWorkersOptions<TSchema>,
+): Promise<EventWorkers> {
+  const { config, logger } = options;
+  const sqs = options.sqs ?? sqsClientFromConfig(config);
+  const closers: Closer[] = [];
+  const ownQueue = config.QUEUE_NAME_PREFIX + config.QUEUE_NAME;
+  if (config.CREATE_QUEUES) {
+    // Every destination must exist before the relay sends to it, and this service's own queue before it polls.
+    const names = new Set([...Object.values(prefixedRoutes(config.QUEUE_NAME_PREFIX)).flat(), ownQueue]);
+    for (const name of names) {
+      await ensureQueue(sqs, name, {
+        maxReceiveCount: config.QUEUE_MAX_RECEIVE_COUNT,
+        visibilityTimeout: 30,
+      });
+    }
+  }
+  const relay = startOutboxRelay({
+    db: options.db,
+    sqs,
+    resolveQueueUrl: createQueueUrlResolver(sqs),
+    intervalMs: config.OUTBOX_RELAY_INTERVAL_MS,
+    logger: logger.child({ component: "outbox-relay" }),
+  });
+  closers.push(() => relay.stop());
+  if (options.handlers) {
+    const resolve = createQueueUrlResolver(sqs);
+    const consumer = startConsumer({
+      sqs,
+      queueUrl: await resolve(ownQueue),
+      deadLetterQueueUrl: await resolve(`${ownQueue}-dlq`),
+      handlers: options.handlers,
+      db: options.db,
+      waitTimeSeconds: config.QUEUE_WAIT_SECONDS,
+      logger: logger.child({ component: "consumer", queue: ownQueue }),
+    });
+    closers.unshift(() => consumer.stop());
+  }
+  closers.push(() => sqs.destroy());
+  return { sqs, closers };
+}
