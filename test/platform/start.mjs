@@ -125,7 +125,7 @@ async function main() {
   const env = peerEnv();
 
   say("building workspaces (tsc -b)");
-  run("npx", ["tsc", "-b"], { stdio: ["ignore", "inherit", "inherit"] });
+  run("npx", ["tsc", "-b", ...services.map((s) => s.dir)], { stdio: ["ignore", "inherit", "inherit"] });
 
   const pgliteRoot = process.env.PGLITE_ROOT ?? path.join(stateDir, "pglite");
   mkdirSync(pgliteRoot, { recursive: true });
