@@ -2,7 +2,7 @@
 const base = {
   testEnvironment: "node",
   transform: {
-    "^.+\\.ts$": ["ts-jest", { tsconfig: "<rootDir>/../tsconfig.test.json", isolatedModules: true }],
+    "^.+\\.ts$": ["ts-jest", { tsconfig: "<rootDir>/../tsconfig.test.json" }],
   },
   moduleNameMapper: {
     "^@cgs/shared$": "<rootDir>/../shared/src/index.ts",
@@ -19,7 +19,7 @@ const project = (name, dir) => {
     ...base,
     displayName: name,
     rootDir: `<rootDir>/${dir}`.replace("<rootDir>/", __dirname + "/"),
-    transform: { "^.+\\.ts$": ["ts-jest", { tsconfig: fix(base.transform["^.+\\.ts$"][1].tsconfig), isolatedModules: true }] },
+    transform: { "^.+\\.ts$": ["ts-jest", { tsconfig: fix(base.transform["^.+\\.ts$"][1].tsconfig) }] },
     moduleNameMapper: Object.fromEntries(Object.entries(base.moduleNameMapper).map(([k, v]) => [k, fix(v)])),
   };
 };

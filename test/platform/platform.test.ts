@@ -25,7 +25,10 @@ const portOpen = (port: number) =>
   });
 
 function token(email: string): string {
-  const result = spawnSync(process.execPath, ["test/platform/token.mjs", email], { cwd: root, encoding: "utf8" });
+  const result = spawnSync(process.execPath, ["test/platform/token.mjs", email], {
+    cwd: root,
+    encoding: "utf8",
+  });
   if (result.status !== 0) throw new Error(`token command failed: ${result.stderr}`);
   return result.stdout.trim();
 }
@@ -78,13 +81,18 @@ describe("npm start", () => {
   test("when a request has no token, then the gateway answers 401 with the exact body", async () => {
     const res = await fetch(`${base}/api/v1/sessions/poll`);
     expect(res.status).toBe(401);
-    expect(await res.json()).toEqual({ error: "UNAUTHENTICATED", message: "Missing or invalid bearer token" });
+    expect(await res.json()).toEqual({
+      error: "UNAUTHENTICATED",
+      message: "Missing or invalid bearer token",
+    });
   });
 
   test("when the token command's token is used, then the gateway lets it through to the owning service", async () => {
     const accessToken = token(`platform-${Date.now()}@example.com`);
     expect(accessToken.split(".")).toHaveLength(3);
-    const res = await fetch(`${base}/api/v1/settings`, { headers: { authorization: `Bearer ${accessToken}` } });
+    const res = await fetch(`${base}/api/v1/settings`, {
+      headers: { authorization: `Bearer ${accessToken}` },
+    });
     // Authenticated at the gateway and again at the service; the answer comes from the accounts service.
     expect(res.status).not.toBe(401);
     expect(res.headers.get("x-ratelimit-limit")).toBe("60");
@@ -95,7 +103,13 @@ describe("npm start", () => {
     const exited = new Promise<number | null>((resolve) => platform.once("exit", (code) => resolve(code)));
     platform.kill("SIGINT");
     expect(await exited).toBe(0);
-    for (const port of [gatewayPort, servicePortBase, servicePortBase + 1, servicePortBase + 2, servicePortBase + 3]) {
+    for (const port of [
+      gatewayPort,
+      servicePortBase,
+      servicePortBase + 1,
+      servicePortBase + 2,
+      servicePortBase + 3,
+    ]) {
       expect(await portOpen(port)).toBe(false);
     }
   }, 30_000);

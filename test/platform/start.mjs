@@ -12,7 +12,12 @@ const peers = ["moto", "stripe-mock", "keycloak", "mailpit"];
 const say = (line) => process.stderr.write(`[platform] ${line}\n`);
 
 function run(cmd, args, opts = {}) {
-  const result = spawnSync(cmd, args, { cwd: root, stdio: ["ignore", "pipe", "inherit"], encoding: "utf8", ...opts });
+  const result = spawnSync(cmd, args, {
+    cwd: root,
+    stdio: ["ignore", "pipe", "inherit"],
+    encoding: "utf8",
+    ...opts,
+  });
   if (result.status !== 0) throw new Error(`${cmd} ${args.join(" ")} exited with ${result.status}`);
   return result.stdout ?? "";
 }
@@ -141,7 +146,9 @@ async function main() {
     const own = {
       ...common,
       PGLITE_DATA_DIR: path.join(pgliteRoot, service.name),
-      ...Object.fromEntries(services.filter((s) => s.urlVar).map((s) => [s.urlVar, `http://127.0.0.1:${s.port}`])),
+      ...Object.fromEntries(
+        services.filter((s) => s.urlVar).map((s) => [s.urlVar, `http://127.0.0.1:${s.port}`]),
+      ),
     };
     delete own.DATABASE_URL;
     delete own.TEST_DATABASE_URL;
