@@ -3,6 +3,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { startOtlpReceiver, type OtlpReceiver } from "@cgs/shared/testing/tracing";
+import { waitUntil } from "@cgs/shared/testing/queue";
 
 // `npm start` for real: the launcher with its peers, the four services on PGlite and the gateway, then Ctrl-C.
 const root = path.resolve(__dirname, "../..");
@@ -13,6 +15,7 @@ const base = `http://127.0.0.1:${gatewayPort}`;
 let platform: ChildProcess;
 let output = "";
 let pgliteRoot: string;
+let traces: OtlpReceiver;
 
 const portOpen = (port: number) =>
   new Promise<boolean>((resolve) => {
@@ -35,6 +38,7 @@ function token(email: string): string {
 
 beforeAll(async () => {
   pgliteRoot = mkdtempSync(path.join(os.tmpdir(), "cgs-platform-"));
+  traces = await startOtlpReceiver();
   platform = spawn(process.execPath, ["test/platform/start.mjs"], {
     cwd: root,
     env: {
@@ -43,6 +47,8 @@ beforeAll(async () => {
       SERVICES_PORT_BASE: String(servicePortBase),
       PGLITE_ROOT: pgliteRoot,
       LOG_LEVEL: "warn",
+      OTEL_EXPORTER_OTLP_ENDPOINT: traces.endpoint,
+      OTEL_BSP_SCHEDULE_DELAY: "100",
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -59,6 +65,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (platform.exitCode === null) platform.kill("SIGKILL");
   rmSync(pgliteRoot, { recursive: true, force: true });
+  await traces.close();
 });
 
 describe("npm start", () => {
@@ -97,6 +104,28 @@ describe("npm start", () => {
     expect(res.status).not.toBe(401);
     expect(res.headers.get("x-ratelimit-limit")).toBe("60");
     expect(await res.json()).toHaveProperty(res.status === 200 ? "fps" : "error");
+  });
+
+  test("when a request crosses the gateway into a service, then both processes report spans of one trace", async () => {
+    const requestId = `trace-${Date.now()}`;
+    const accessToken = token(`trace-${Date.now()}@example.com`);
+    await fetch(`${base}/api/v1/session`, {
+      headers: { authorization: `Bearer ${accessToken}`, "x-request-id": requestId },
+    });
+    await waitUntil(
+      () => {
+        const ids = (service: string) =>
+          new Set(
+            traces
+              .spans()
+              .filter((s) => s.serviceName === service && s.kind === 2)
+              .map((s) => s.traceId),
+          );
+        const gateway = ids("gateway");
+        return [...ids("accounts")].some((id) => gateway.has(id));
+      },
+      { timeoutMs: 15_000, description: "a trace with a gateway server span and an accounts server span" },
+    );
   });
 
   test("when Ctrl-C is pressed, then every process the launcher started stops", async () => {
