@@ -1,0 +1,69 @@
+import * as aws from "@pulumi/aws";
+import * as pulumi from "@pulumi/pulumi";
+import * as random from "@pulumi/random";
+
+export interface AppSecretsArgs {
+  prefix: string;
+  stripeSecretKey: pulumi.Input<string>;
+  stripeWebhookSecret: pulumi.Input<string>;
+  keycloakAdminClientId: pulumi.Input<string>;
+  keycloakAdminClientSecret: pulumi.Input<string>;
+  smtpUrl: pulumi.Input<string>;
+  streamingHostPassword: pulumi.Input<string>;
+  tailscaleApiKey: pulumi.Input<string>;
+  tags: Record<string, string>;
+}
+
+/**
+ * Secrets Manager entries for third-party credentials (Stripe, the identity provider's admin
+ * client, SMTP, the streaming hosts). Values come from encrypted stack config; pods read them through the Secrets
+ * Store CSI driver with their own IAM role.
+ */
+export class AppSecrets extends pulumi.ComponentResource {
+  readonly stripeArn: pulumi.Output<string>;
+  readonly identityProviderArn: pulumi.Output<string>;
+  readonly smtpArn: pulumi.Output<string>;
+  /** Sessions' secrets: PIN digest key (generated), Sunshine API password, Tailscale API key. */
+  readonly streamingArn: pulumi.Output<string>;
+
+  constructor(name: string, args: AppSecretsArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("cgs:infra:AppSecrets", name, {}, opts);
+    const entry = (key: string, description: string, value: Record<string, pulumi.Input<string>>) => {
+      const secret = new aws.secretsmanager.Secret(
+        `${name}-${key}`,
+        { name: `${args.prefix}/${key}`, description, recoveryWindowInDays: 7, tags: args.tags },
+        { parent: this },
+      );
+      new aws.secretsmanager.SecretVersion(
+        `${name}-${key}`,
+        { secretId: secret.id, secretString: pulumi.secret(pulumi.jsonStringify(value)) },
+        { parent: this },
+      );
+      return secret.arn;
+    };
+    this.stripeArn = entry("stripe", "Stripe API key and webhook signing secret", {
+      secretKey: args.stripeSecretKey,
+      webhookSecret: args.stripeWebhookSecret,
+    });
+    this.identityProviderArn = entry("identity-provider", "Identity provider admin client credentials", {
+      adminClientId: args.keycloakAdminClientId,
+      adminClientSecret: args.keycloakAdminClientSecret,
+    });
+    this.smtpArn = entry("smtp", "SMTP URL with credentials for account e-mails", { url: args.smtpUrl });
+    const pinHashSecret = new random.RandomPassword(
+      `${name}-pin-hash`,
+      { length: 48, special: false },
+      { parent: this },
+    );
+    this.streamingArn = entry(
+      "streaming",
+      "Pairing-PIN digest key, streaming host API password, Tailscale API key",
+      {
+        pinHashSecret: pinHashSecret.result,
+        streamingHostPassword: args.streamingHostPassword,
+        tailscaleApiKey: args.tailscaleApiKey,
+      },
+    );
+    this.registerOutputs({ stripeArn: this.stripeArn, identityProviderArn: this.identityProviderArn });
+  }
+}

@@ -1,0 +1,139 @@
+import * as aws from "@pulumi/aws";
+import * as pulumi from "@pulumi/pulumi";
+
+export interface NetworkArgs {
+  namePrefix: string;
+  cidrBlock: string;
+  availabilityZones: string[];
+  /** One NAT gateway per AZ; otherwise one shared NAT gateway. */
+  natGatewayPerAz: boolean;
+  /** EKS cluster name, for the subnet tags the load balancer controller discovers subnets by. */
+  clusterName: string;
+  tags: Record<string, string>;
+}
+
+/** Splits a /16 (or larger) VPC CIDR: public /22s first, then private /20s. */
+export function subnetCidrs(vpcCidr: string, zones: number): { public: string[]; private: string[] } {
+  const [base, bits] = vpcCidr.split("/");
+  if (!base || Number(bits) > 16) throw new Error(`VPC CIDR ${vpcCidr} must be a /16 or larger`);
+  const [a, b] = base.split(".");
+  const pub = Array.from({ length: zones }, (_, i) => `${a}.${b}.${i * 4}.0/22`);
+  const priv = Array.from({ length: zones }, (_, i) => `${a}.${b}.${64 + i * 16}.0/20`);
+  return { public: pub, private: priv };
+}
+
+/**
+ * VPC across the given availability zones: public subnets (load balancers, NAT, streaming
+ * instances) and private subnets (nodes, database, cache) with NAT egress.
+ */
+export class Network extends pulumi.ComponentResource {
+  readonly vpcId: pulumi.Output<string>;
+  readonly vpcCidr: string;
+  readonly publicSubnetIds: pulumi.Output<string>[];
+  readonly privateSubnetIds: pulumi.Output<string>[];
+  readonly publicSubnetCidrs: string[];
+  readonly privateSubnetCidrs: string[];
+
+  constructor(name: string, args: NetworkArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("cgs:infra:Network", name, {}, opts);
+    const parent = { parent: this };
+    const cidrs = subnetCidrs(args.cidrBlock, args.availabilityZones.length);
+    const tag = (n: string, extra: Record<string, string> = {}) => ({
+      ...args.tags,
+      Name: `${args.namePrefix}-${n}`,
+      ...extra,
+    });
+
+    const vpc = new aws.ec2.Vpc(
+      name,
+      { cidrBlock: args.cidrBlock, enableDnsHostnames: true, enableDnsSupport: true, tags: tag("vpc") },
+      parent,
+    );
+    const igw = new aws.ec2.InternetGateway(`${name}-igw`, { vpcId: vpc.id, tags: tag("igw") }, parent);
+
+    const publicRoutes = new aws.ec2.RouteTable(
+      `${name}-public`,
+      { vpcId: vpc.id, routes: [{ cidrBlock: "0.0.0.0/0", gatewayId: igw.id }], tags: tag("public") },
+      parent,
+    );
+
+    const publicSubnets = args.availabilityZones.map((az, i) => {
+      const subnet = new aws.ec2.Subnet(
+        `${name}-public-${az}`,
+        {
+          vpcId: vpc.id,
+          availabilityZone: az,
+          cidrBlock: cidrs.public[i],
+          mapPublicIpOnLaunch: true,
+          tags: tag(`public-${az}`, {
+            "kubernetes.io/role/elb": "1",
+            [`kubernetes.io/cluster/${args.clusterName}`]: "shared",
+          }),
+        },
+        parent,
+      );
+      new aws.ec2.RouteTableAssociation(
+        `${name}-public-${az}`,
+        { subnetId: subnet.id, routeTableId: publicRoutes.id },
+        parent,
+      );
+      return subnet;
+    });
+
+    const natCount = args.natGatewayPerAz ? args.availabilityZones.length : 1;
+    const natGateways = Array.from({ length: natCount }, (_, i) => {
+      const az = args.availabilityZones[i] as string;
+      const eip = new aws.ec2.Eip(`${name}-nat-${az}`, { domain: "vpc", tags: tag(`nat-${az}`) }, parent);
+      return new aws.ec2.NatGateway(
+        `${name}-nat-${az}`,
+        { allocationId: eip.id, subnetId: (publicSubnets[i] as aws.ec2.Subnet).id, tags: tag(`nat-${az}`) },
+        { parent: this, dependsOn: [igw] },
+      );
+    });
+
+    const privateSubnets = args.availabilityZones.map((az, i) => {
+      const nat = natGateways[args.natGatewayPerAz ? i : 0] as aws.ec2.NatGateway;
+      const routes = new aws.ec2.RouteTable(
+        `${name}-private-${az}`,
+        {
+          vpcId: vpc.id,
+          routes: [{ cidrBlock: "0.0.0.0/0", natGatewayId: nat.id }],
+          tags: tag(`private-${az}`),
+        },
+        parent,
+      );
+      const subnet = new aws.ec2.Subnet(
+        `${name}-private-${az}`,
+        {
+          vpcId: vpc.id,
+          availabilityZone: az,
+          cidrBlock: cidrs.private[i],
+          mapPublicIpOnLaunch: false,
+          tags: tag(`private-${az}`, {
+            "kubernetes.io/role/internal-elb": "1",
+            [`kubernetes.io/cluster/${args.clusterName}`]: "shared",
+          }),
+        },
+        parent,
+      );
+      new aws.ec2.RouteTableAssociation(
+        `${name}-private-${az}`,
+        { subnetId: subnet.id, routeTableId: routes.id },
+        parent,
+      );
+      return subnet;
+    });
+
+    this.vpcId = vpc.id;
+    this.vpcCidr = args.cidrBlock;
+    this.publicSubnetIds = publicSubnets.map((s) => s.id);
+    this.privateSubnetIds = privateSubnets.map((s) => s.id);
+    this.publicSubnetCidrs = cidrs.public;
+    this.privateSubnetCidrs = cidrs.private;
+    this.registerOutputs({
+      vpcId: this.vpcId,
+      publicSubnetIds: this.publicSubnetIds,
+      privateSubnetIds: this.privateSubnetIds,
+    });
+  }
+}

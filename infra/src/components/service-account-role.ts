@@ -1,0 +1,40 @@
+import * as aws from "@pulumi/aws";
+import * as pulumi from "@pulumi/pulumi";
+import { policyJson, serviceAccountTrustPolicy, type PolicyStatementArgs } from "../iam-policy";
+
+export interface ServiceAccountRoleArgs {
+  roleName: string;
+  namespace: string;
+  serviceAccount: string;
+  oidcProviderArn: pulumi.Input<string>;
+  oidcIssuerUrl: pulumi.Input<string>;
+  /** Everything this workload may do; nothing else is attached. */
+  statements: PolicyStatementArgs[];
+  tags: Record<string, string>;
+}
+
+/** IAM role assumable only by one Kubernetes service account (IRSA), with one inline policy. */
+export class ServiceAccountRole extends pulumi.ComponentResource {
+  readonly roleArn: pulumi.Output<string>;
+  readonly roleName: pulumi.Output<string>;
+
+  constructor(name: string, args: ServiceAccountRoleArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("cgs:infra:ServiceAccountRole", name, {}, opts);
+    const role = new aws.iam.Role(
+      name,
+      {
+        name: args.roleName,
+        assumeRolePolicy: serviceAccountTrustPolicy(args),
+        maxSessionDuration: 3600,
+        tags: { ...args.tags, "cgs:service-account": `${args.namespace}/${args.serviceAccount}` },
+      },
+      { parent: this },
+    );
+    if (args.statements.length > 0) {
+      new aws.iam.RolePolicy(name, { role: role.id, policy: policyJson(args.statements) }, { parent: this });
+    }
+    this.roleArn = role.arn;
+    this.roleName = role.name;
+    this.registerOutputs({ roleArn: this.roleArn });
+  }
+}

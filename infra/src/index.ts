@@ -1,0 +1,270 @@
+import * as path from "node:path";
+import * as aws from "@pulumi/aws";
+import * as pulumi from "@pulumi/pulumi";
+import { AppSecrets } from "./components/app-secrets";
+import { Cluster } from "./components/cluster";
+import { ClusterAddons } from "./components/cluster-addons";
+import { Database } from "./components/database";
+import { ImageRegistry } from "./components/image-registry";
+import { Network } from "./components/network";
+import { PlatformRelease } from "./components/platform-release";
+import { PublicEndpoint } from "./components/public-endpoint";
+import { RateLimitCache } from "./components/rate-limit-cache";
+import { ServiceAccountRole } from "./components/service-account-role";
+import { ServiceQueue } from "./components/service-queue";
+import { StreamingFleet } from "./components/streaming-fleet";
+import { loadPlatformConfig } from "./config";
+import {
+  NAMESPACE,
+  RELEASE_NAME,
+  buildPlatformValues,
+  serviceAccountName,
+  serviceEnvironment,
+  serviceQueueName,
+  serviceSecrets,
+} from "./platform-values";
+import { DEPLOYABLES, type DeployableName } from "./service-catalog";
+import {
+  allDeployableStatements,
+  collectorStatements,
+  databaseBootstrapStatements,
+} from "./workload-policies";
+
+const cfg = loadPlatformConfig();
+const prefix = `cgs-${cfg.environment}`;
+const tags = { Project: "cloud-gaming-platform", Environment: cfg.environment, ManagedBy: "pulumi" };
+const accountId = aws.getCallerIdentityOutput().accountId;
+const tagPrefix = prefix;
+const queuePrefix = `${cfg.environment}-`;
+const byName = <T>(entries: [DeployableName, T][]) =>
+  Object.fromEntries(entries) as Record<DeployableName, T>;
+
+const network = new Network("network", {
+  namePrefix: prefix,
+  cidrBlock: cfg.vpcCidr,
+  availabilityZones: cfg.availabilityZones,
+  natGatewayPerAz: cfg.natGatewayPerAz,
+  clusterName: prefix,
+  tags,
+});
+
+const cluster = new Cluster("cluster", {
+  name: prefix,
+  region: cfg.region,
+  kubernetesVersion: cfg.kubernetesVersion,
+  vpcId: network.vpcId,
+  privateSubnetIds: network.privateSubnetIds,
+  publicSubnetIds: network.publicSubnetIds,
+  nodeGroups: cfg.nodeGroups,
+  tags,
+});
+const irsa = { oidcProviderArn: cluster.oidcProviderArn, oidcIssuerUrl: cluster.oidcIssuerUrl };
+
+const addons = new ClusterAddons("addons", {
+  clusterName: cluster.clusterName,
+  region: cfg.region,
+  accountId,
+  vpcId: network.vpcId,
+  clusterSecurityGroupId: cluster.clusterSecurityGroupId,
+  roleNamePrefix: prefix,
+  provider: cluster.provider,
+  tags,
+  ...irsa,
+});
+
+const registry = new ImageRegistry("images", {
+  prefix,
+  deployables: DEPLOYABLES.map((d) => d.name),
+  keepImages: 50,
+  tags,
+});
+
+const queues = Object.fromEntries(
+  DEPLOYABLES.filter((d) => d.consumesQueue).map((d) => [
+    d.name,
+    new ServiceQueue(`queue-${d.name}`, {
+      queueName: queuePrefix + serviceQueueName(d.name),
+      ...cfg.queues,
+      tags,
+    }),
+  ]),
+) as Partial<Record<DeployableName, ServiceQueue>>;
+
+const database = new Database("database", {
+  identifier: prefix,
+  ...cfg.database,
+  vpcId: network.vpcId,
+  subnetIds: network.privateSubnetIds,
+  clientSecurityGroupIds: [cluster.clusterSecurityGroupId],
+  databases: Object.fromEntries(DEPLOYABLES.flatMap((d) => (d.database ? [[d.name, d.database]] : []))),
+  secretPrefix: prefix,
+  tags,
+});
+
+const cache = new RateLimitCache("rate-limits", {
+  name: prefix,
+  ...cfg.redis,
+  vpcId: network.vpcId,
+  subnetIds: network.privateSubnetIds,
+  clientSecurityGroupIds: [cluster.clusterSecurityGroupId],
+  secretPrefix: prefix,
+  tags,
+});
+
+const appSecrets = new AppSecrets("app-secrets", {
+  prefix,
+  stripeSecretKey: cfg.secrets.stripeSecretKey,
+  stripeWebhookSecret: cfg.secrets.stripeWebhookSecret,
+  keycloakAdminClientId: cfg.keycloakAdminClientId,
+  keycloakAdminClientSecret: cfg.secrets.keycloakAdminClientSecret,
+  smtpUrl: cfg.secrets.smtpUrl,
+  streamingHostPassword: cfg.secrets.streamingHostPassword,
+  tailscaleApiKey: cfg.secrets.tailscaleApiKey,
+  tags,
+});
+
+const fleet = new StreamingFleet("streaming", {
+  name: prefix,
+  vpcId: network.vpcId,
+  vpcCidr: cfg.vpcCidr,
+  tagPrefix,
+  ...cfg.streaming,
+  tags,
+});
+
+const queueArns = Object.fromEntries(Object.entries(queues).map(([n, q]) => [n, q.arn]));
+const queueUrls = Object.fromEntries(Object.entries(queues).map(([n, q]) => [n, q.url]));
+const sharedSecretArns = {
+  stripe: appSecrets.stripeArn,
+  identityProvider: appSecrets.identityProviderArn,
+  smtp: appSecrets.smtpArn,
+  redis: cache.secretArn,
+  streaming: appSecrets.streamingArn,
+};
+const databaseSecretArns = Object.fromEntries(
+  Object.entries(database.credentials).map(([n, c]) => [n, c.secretArn]),
+) as Partial<Record<DeployableName, pulumi.Output<string>>>;
+const streaming = {
+  launchTemplateId: fleet.launchTemplateId,
+  launchTemplateArn: fleet.launchTemplateArn,
+  securityGroupId: fleet.securityGroupId,
+  securityGroupArn: fleet.securityGroupArn,
+  subnetIds: network.publicSubnetIds,
+  amiId: cfg.streaming.amiId,
+  tagPrefix,
+};
+
+const statements = allDeployableStatements({
+  region: cfg.region,
+  accountId,
+  queueArns,
+  sharedSecretArns,
+  databaseSecretArns,
+  streaming,
+});
+const role = (workload: string, s: ReturnType<typeof collectorStatements>) =>
+  new ServiceAccountRole(`role-${workload}`, {
+    roleName: `${prefix}-${workload}`,
+    namespace: NAMESPACE,
+    serviceAccount: serviceAccountName(workload),
+    statements: s,
+    tags,
+    ...irsa,
+  });
+const serviceRoles = byName(DEPLOYABLES.map((d) => [d.name, role(d.name, statements[d.name])]));
+const collectorRole = role("otel-collector", collectorStatements());
+const bootstrapRole = role(
+  "db-bootstrap",
+  databaseBootstrapStatements(
+    database.masterSecretArn,
+    Object.values(databaseSecretArns) as pulumi.Output<string>[],
+  ),
+);
+
+const endpoint = new PublicEndpoint("public-endpoint", {
+  domain: cfg.domain,
+  route53ZoneId: cfg.route53ZoneId,
+  tags,
+});
+
+const platform = new PlatformRelease("platform", {
+  chartPath: path.resolve(__dirname, "..", "..", "charts", "cgs-platform"),
+  releaseName: RELEASE_NAME,
+  namespace: NAMESPACE,
+  provider: cluster.provider,
+  dependsOn: addons.ready,
+  values: buildPlatformValues({
+    environment: cfg.environment,
+    region: cfg.region,
+    imageRegistry: registry.registry,
+    imagePrefix: prefix,
+    imageTag: cfg.imageTag,
+    domain: cfg.domain,
+    certificateArn: endpoint.certificateArn,
+    dataCidrs: network.privateSubnetCidrs,
+    loadBalancerCidrs: network.publicSubnetCidrs,
+    workloads: cfg.workloads,
+    commonEnv: {
+      OIDC_ISSUER: cfg.oidcIssuer,
+      OIDC_AUDIENCE: cfg.oidcAudience,
+      PUBLIC_BASE_URL: `https://${cfg.domain}`,
+    },
+    env: byName(
+      DEPLOYABLES.map((d) => [
+        d.name,
+        serviceEnvironment(d, {
+          queuePrefix,
+          queueUrls,
+          imageTag: cfg.imageTag,
+          trustedProxyCidrs: network.publicSubnetCidrs,
+          streaming: {
+            launchTemplateId: fleet.launchTemplateId,
+            subnetId: network.publicSubnetIds[0] as pulumi.Output<string>,
+            availabilityZone: cfg.availabilityZones[0] as string,
+            tagPrefix,
+            tailscaleTailnet: cfg.streaming.tailscaleTailnet,
+          },
+          keycloakAdminClientId: cfg.keycloakAdminClientId,
+          mailFrom: cfg.mailFrom,
+          extraEnv: cfg.extraEnv,
+        }),
+      ]),
+    ),
+    secrets: byName(
+      DEPLOYABLES.map((d) => [d.name, serviceSecrets(d, sharedSecretArns, databaseSecretArns)]),
+    ),
+    roleArns: {
+      ...byName(DEPLOYABLES.map((d) => [d.name, serviceRoles[d.name].roleArn])),
+      "otel-collector": collectorRole.roleArn,
+      "db-bootstrap": bootstrapRole.roleArn,
+    },
+    xrayTracing: cfg.xrayTracing,
+    database: {
+      host: database.address,
+      port: database.port,
+      masterSecretArn: database.masterSecretArn,
+      databases: Object.entries(database.credentials).map(([service, c]) => ({
+        service,
+        database: c.database,
+        passwordSecret: c.secretArn,
+      })),
+    },
+  }),
+});
+
+export const vpcId = network.vpcId;
+export const clusterName = cluster.clusterName;
+export const kubeconfig = pulumi.secret(cluster.kubeconfig);
+export const imageRegistry = registry.registry;
+export const repositoryUrls = registry.repositoryUrls;
+export const databaseAddress = database.address;
+export const redisEndpoint = cache.primaryEndpoint;
+export const queueUrlsByService = queueUrls;
+export const deadLetterQueueUrls = Object.fromEntries(Object.entries(queues).map(([n, q]) => [n, q.dlqUrl]));
+export const serviceRoleArns = Object.fromEntries(
+  Object.entries(serviceRoles).map(([n, r]) => [n, r.roleArn]),
+);
+export const streamingLaunchTemplateId = fleet.launchTemplateId;
+export const certificateArn = endpoint.certificateArn;
+export const ingressHostname = platform.ingressHostname;
+export const url = `https://${cfg.domain}`;

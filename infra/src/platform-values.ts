@@ -1,0 +1,183 @@
+import * as pulumi from "@pulumi/pulumi";
+import type { WorkloadConfig } from "./config";
+import {
+  DEPLOYABLES,
+  envPrefix,
+  type Deployable,
+  type DeployableName,
+  type SharedSecretName,
+} from "./service-catalog";
+
+/** Helm release and namespace of the platform chart; service-account names derive from them. */
+export const RELEASE_NAME = "cgs";
+export const NAMESPACE = "cgs";
+
+export function serviceAccountName(deployable: string): string {
+  return `${RELEASE_NAME}-${deployable}`;
+}
+
+export interface SecretEntry {
+  secret: pulumi.Input<string>;
+  keys: Record<string, string>;
+}
+
+/** Inbound queue name as the services spell it (shared/src/queue/event-routes.ts); infra adds the prefix. */
+export function serviceQueueName(deployable: string): string {
+  return `cgs-${deployable}`;
+}
+
+export interface EnvironmentContext {
+  /** QUEUE_NAME_PREFIX: every queue of the environment is <prefix>cgs-<service>. */
+  queuePrefix: string;
+  queueUrls: Partial<Record<DeployableName, pulumi.Input<string>>>;
+  imageTag: string;
+  /** The load balancer's subnets, trusted for X-Forwarded-For. */
+  trustedProxyCidrs: string[];
+  streaming: {
+    launchTemplateId: pulumi.Input<string>;
+    subnetId: pulumi.Input<string>;
+    availabilityZone: string;
+    tagPrefix: string;
+    tailscaleTailnet: string;
+  };
+  keycloakAdminClientId: string;
+  mailFrom: string;
+  extraEnv: Partial<Record<DeployableName, Record<string, string>>>;
+}
+
+/** Non-secret environment of one deployable (the chart adds HOST, PORT, OTEL_* and upstream URLs). */
+export function serviceEnvironment(
+  d: Deployable,
+  ctx: EnvironmentContext,
+): Record<string, pulumi.Input<string>> {
+  const env: Record<string, pulumi.Input<string>> = {};
+  if (d.consumesQueue || d.publishesTo.length > 0) {
+    env.QUEUE_NAME_PREFIX = ctx.queuePrefix;
+    if (d.consumesQueue) env.QUEUE_NAME = serviceQueueName(d.name);
+    for (const target of [...(d.consumesQueue ? [d.name] : []), ...d.publishesTo]) {
+      const url = ctx.queueUrls[target];
+      if (!url) throw new Error(`no queue for ${target} (needed by ${d.name})`);
+      env[`${envPrefix(target)}_QUEUE_URL`] = url;
+    }
+  }
+  if (d.name === "gateway") {
+    env.APP_VERSION = ctx.imageTag;
+    env.TRUST_PROXY = ctx.trustedProxyCidrs.join(",");
+  }
+  if (d.managesStreamingInstances) {
+    Object.assign(env, {
+      CLOUD_PROVIDER: "ec2",
+      CLOUD_TAG_PREFIX: ctx.streaming.tagPrefix,
+      CLOUD_AVAILABILITY_ZONE: ctx.streaming.availabilityZone,
+      EC2_LAUNCH_TEMPLATE: ctx.streaming.launchTemplateId,
+      EC2_SUBNET_ID: ctx.streaming.subnetId,
+      STREAMING_HOST: "sunshine",
+      PRIVATE_NETWORK: "tailscale",
+      TAILSCALE_TAILNET: ctx.streaming.tailscaleTailnet,
+    });
+  }
+  if (d.secrets.stripe) env.PAYMENT_PROVIDER = "stripe";
+  if (d.secrets.identityProvider) env.KEYCLOAK_ADMIN_CLIENT_ID = ctx.keycloakAdminClientId;
+  if (d.secrets.smtp) env.MAIL_FROM = ctx.mailFrom;
+  return { ...env, ...(ctx.extraEnv[d.name] ?? {}) };
+}
+
+/** Secrets Manager entries of one deployable: its database credentials plus the shared ones it uses. */
+export function serviceSecrets(
+  d: Deployable,
+  sharedSecretArns: Record<SharedSecretName, pulumi.Input<string>>,
+  databaseSecretArns: Partial<Record<DeployableName, pulumi.Input<string>>>,
+): SecretEntry[] {
+  const entries: SecretEntry[] = [];
+  const db = databaseSecretArns[d.name];
+  if (d.database && db) entries.push({ secret: db, keys: { DATABASE_URL: "url" } });
+  for (const [name, keys] of Object.entries(d.secrets) as [SharedSecretName, Record<string, string>][]) {
+    entries.push({ secret: sharedSecretArns[name], keys });
+  }
+  return entries;
+}
+
+export interface PlatformValuesArgs {
+  environment: string;
+  region: string;
+  imageRegistry: pulumi.Input<string>;
+  imagePrefix: string;
+  imageTag: string;
+  domain: string;
+  certificateArn: pulumi.Input<string>;
+  dataCidrs: string[];
+  loadBalancerCidrs: string[];
+  workloads: WorkloadConfig;
+  commonEnv: Record<string, pulumi.Input<string>>;
+  env: Record<DeployableName, Record<string, pulumi.Input<string>>>;
+  secrets: Record<DeployableName, SecretEntry[]>;
+  roleArns: Record<DeployableName | "otel-collector" | "db-bootstrap", pulumi.Input<string>>;
+  xrayTracing: boolean;
+  database: {
+    host: pulumi.Input<string>;
+    port: pulumi.Input<number>;
+    masterSecretArn: pulumi.Input<string>;
+    databases: { service: string; database: string; passwordSecret: pulumi.Input<string> }[];
+  };
+}
+
+function sizing(w: WorkloadConfig, replicas: number) {
+  return {
+    replicas,
+    resources: { requests: w.requests, limits: w.limits },
+    autoscaling: {
+      enabled: true,
+      minReplicas: replicas,
+      maxReplicas: Math.max(replicas, w.maxReplicas),
+      targetCPUUtilizationPercentage: w.targetCpuPercent,
+    },
+    pdb: { enabled: true, maxUnavailable: 1 },
+  };
+}
+
+/** Values for charts/cgs-platform; every environment difference comes from the arguments. */
+export function buildPlatformValues(a: PlatformValuesArgs): Record<string, unknown> {
+  const services = Object.fromEntries(
+    DEPLOYABLES.map((d) => [
+      d.name,
+      {
+        port: d.port,
+        ...sizing(a.workloads, a.workloads.replicas[d.name]),
+        serviceAccount: { roleArn: a.roleArns[d.name] },
+        env: a.env[d.name],
+        secrets: a.secrets[d.name],
+        fromLoadBalancer: d.name === "gateway",
+        egress: {
+          services: d.calls,
+          postgres: d.database !== undefined,
+          redis: d.secrets.redis !== undefined,
+          internetPorts: d.internetPorts,
+        },
+      },
+    ]),
+  );
+  return {
+    environment: a.environment,
+    image: { registry: a.imageRegistry, prefix: a.imagePrefix, tag: a.imageTag, pullPolicy: "IfNotPresent" },
+    commonEnv: { NODE_ENV: "production", AWS_REGION: a.region, ...a.commonEnv },
+    networkPolicy: { enabled: true, dataCidrs: a.dataCidrs, loadBalancerCidrs: a.loadBalancerCidrs },
+    secretsStore: { enabled: true, provider: "aws" },
+    ingress: { enabled: true, className: "alb", host: a.domain, certificateArn: a.certificateArn },
+    services,
+    otelCollector: {
+      enabled: true,
+      ...sizing(a.workloads, a.workloads.replicas["otel-collector"]),
+      serviceAccount: { roleArn: a.roleArns["otel-collector"] },
+      xray: a.xrayTracing,
+      region: a.region,
+    },
+    databaseBootstrap: {
+      enabled: true,
+      host: a.database.host,
+      port: a.database.port,
+      serviceAccount: { roleArn: a.roleArns["db-bootstrap"] },
+      masterSecret: a.database.masterSecretArn,
+      databases: a.database.databases,
+    },
+  };
+}

@@ -1,0 +1,101 @@
+/**
+ * The deployables and what each one needs from AWS. IAM policies, queues, databases, secrets,
+ * network policy and environment are all derived from this table, so a new dependency is one edit.
+ */
+export type DeployableName = "gateway" | "sessions" | "billing" | "accounts" | "auth-proxy";
+
+/** Shared secrets in Secrets Manager (per-service database credentials are separate). */
+export type SharedSecretName = "stripe" | "identityProvider" | "smtp" | "redis" | "streaming";
+
+export interface Deployable {
+  name: DeployableName;
+  port: number;
+  /** PostgreSQL database (and role) name on the shared RDS instance; undefined = no database. */
+  database?: string;
+  /** Owns an inbound SQS queue (with DLQ) it consumes. */
+  consumesQueue: boolean;
+  /** Services whose inbound queues this one sends events to (mirrors shared/src/queue/event-routes.ts). */
+  publishesTo: DeployableName[];
+  /** Secrets Manager entries delivered to the pods, with env var -> JSON key. */
+  secrets: Partial<Record<SharedSecretName, Record<string, string>>>;
+  /** Launches and stops the streaming instances. */
+  managesStreamingInstances: boolean;
+  /** In-cluster deployables it calls over HTTP (their NetworkPolicy admits it; nothing else but the gateway). */
+  calls: DeployableName[];
+  /** Ports it opens to addresses outside the cluster (AWS APIs, Stripe, IdP, SMTP). */
+  internetPorts: number[];
+}
+
+export const DEPLOYABLES: readonly Deployable[] = [
+  {
+    name: "gateway",
+    port: 8080,
+    consumesQueue: false,
+    publishesTo: [],
+    secrets: { redis: { REDIS_URL: "url" } },
+    managesStreamingInstances: false,
+    calls: ["sessions", "billing", "accounts", "auth-proxy"],
+    internetPorts: [443],
+  },
+  {
+    name: "sessions",
+    port: 8101,
+    database: "sessions",
+    consumesQueue: true,
+    publishesTo: ["billing"],
+    secrets: {
+      streaming: {
+        PIN_HASH_SECRET: "pinHashSecret",
+        STREAMING_HOST_PASSWORD: "streamingHostPassword",
+        TAILSCALE_API_KEY: "tailscaleApiKey",
+      },
+    },
+    managesStreamingInstances: true,
+    // Start authorization and hold release (billing), account status and preferences (accounts).
+    calls: ["billing", "accounts"],
+    // AWS and Tailscale APIs; the Sunshine API on each streaming instance.
+    internetPorts: [443, 47990],
+  },
+  {
+    name: "billing",
+    port: 8102,
+    database: "billing",
+    consumesQueue: true,
+    publishesTo: ["sessions"],
+    secrets: { stripe: { STRIPE_SECRET_KEY: "secretKey", STRIPE_WEBHOOK_SECRET: "webhookSecret" } },
+    managesStreamingInstances: false,
+    // Deletion-grace check before a top-up.
+    calls: ["accounts"],
+    internetPorts: [443],
+  },
+  {
+    name: "accounts",
+    port: 8103,
+    database: "accounts",
+    consumesQueue: true,
+    publishesTo: ["sessions", "billing"],
+    secrets: {},
+    managesStreamingInstances: false,
+    calls: [],
+    internetPorts: [443],
+  },
+  {
+    name: "auth-proxy",
+    port: 8104,
+    database: "auth_proxy",
+    consumesQueue: false,
+    publishesTo: [],
+    secrets: {
+      identityProvider: { KEYCLOAK_ADMIN_CLIENT_SECRET: "adminClientSecret" },
+      smtp: { SMTP_URL: "url" },
+    },
+    managesStreamingInstances: false,
+    calls: [],
+    internetPorts: [443, 465, 587],
+  },
+];
+
+/** SESSIONS_QUEUE_URL style names. */
+export function envPrefix(name: string): string {
+  return name.toUpperCase().replace(/-/g, "_");
+}

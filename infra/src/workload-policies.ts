@@ -1,0 +1,175 @@
+import * as pulumi from "@pulumi/pulumi";
+import type { PolicyStatementArgs } from "./iam-policy";
+import { DEPLOYABLES, type Deployable, type DeployableName, type SharedSecretName } from "./service-catalog";
+
+export interface WorkloadPolicyContext {
+  region: string;
+  accountId: pulumi.Input<string>;
+  queueArns: Partial<Record<DeployableName, pulumi.Input<string>>>;
+  sharedSecretArns: Record<SharedSecretName, pulumi.Input<string>>;
+  databaseSecretArns: Partial<Record<DeployableName, pulumi.Input<string>>>;
+  streaming: {
+    launchTemplateArn: pulumi.Input<string>;
+    securityGroupArn: pulumi.Input<string>;
+    subnetIds: pulumi.Input<string>[];
+    amiId: string;
+    /** CLOUD_TAG_PREFIX: sessions tags what it creates <prefix>:session-id / <prefix>:account-id. */
+    tagPrefix: string;
+  };
+}
+
+const SECRET_READ = ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"];
+
+function ec2Arn(ctx: WorkloadPolicyContext, resource: pulumi.Input<string>): pulumi.Output<string> {
+  return pulumi.interpolate`arn:aws:ec2:${ctx.region}:${ctx.accountId}:${resource}`;
+}
+
+/**
+ * EC2 rights of the sessions service: launch only from the streaming template, create only what
+ * it tags with its prefix, and act only on instances and volumes carrying <prefix>:account-id.
+ */
+function streamingStatements(ctx: WorkloadPolicyContext): PolicyStatementArgs[] {
+  const s = ctx.streaming;
+  const requestTagged = { "ForAnyValue:StringLike": { "aws:TagKeys": [`${s.tagPrefix}:*`] } };
+  const resourceTagged = { StringLike: { [`aws:ResourceTag/${s.tagPrefix}:account-id`]: "*" } };
+  return [
+    {
+      Sid: "LaunchTaggedInstances",
+      Effect: "Allow",
+      Action: ["ec2:RunInstances"],
+      Resource: [ec2Arn(ctx, "instance/*"), ec2Arn(ctx, "volume/*")],
+      Condition: requestTagged,
+    },
+    {
+      Sid: "LaunchFromTheStreamingTemplateOnly",
+      Effect: "Allow",
+      Action: ["ec2:RunInstances"],
+      Resource: [
+        s.launchTemplateArn,
+        s.securityGroupArn,
+        pulumi.interpolate`arn:aws:ec2:${ctx.region}::image/${s.amiId}`,
+        ec2Arn(ctx, "network-interface/*"),
+        ...s.subnetIds.map((id) => ec2Arn(ctx, pulumi.interpolate`subnet/${id}`)),
+      ],
+    },
+    {
+      Sid: "TagOnlyWhileCreating",
+      Effect: "Allow",
+      Action: ["ec2:CreateTags"],
+      Resource: [ec2Arn(ctx, "instance/*"), ec2Arn(ctx, "volume/*")],
+      Condition: { StringEquals: { "ec2:CreateAction": ["RunInstances", "CreateVolume"] } },
+    },
+    {
+      Sid: "ControlOwnInstances",
+      Effect: "Allow",
+      Action: ["ec2:StartInstances", "ec2:StopInstances", "ec2:RebootInstances", "ec2:TerminateInstances"],
+      Resource: [ec2Arn(ctx, "instance/*")],
+      Condition: resourceTagged,
+    },
+    {
+      Sid: "CreateTaggedVolumes",
+      Effect: "Allow",
+      Action: ["ec2:CreateVolume"],
+      Resource: [ec2Arn(ctx, "volume/*")],
+      Condition: requestTagged,
+    },
+    {
+      Sid: "ManageOwnVolumes",
+      Effect: "Allow",
+      Action: ["ec2:AttachVolume", "ec2:DetachVolume", "ec2:DeleteVolume"],
+      Resource: [ec2Arn(ctx, "instance/*"), ec2Arn(ctx, "volume/*")],
+      Condition: resourceTagged,
+    },
+    {
+      Sid: "DescribeHasNoResourceLevelPermissions",
+      Effect: "Allow",
+      Action: ["ec2:DescribeInstances", "ec2:DescribeInstanceStatus", "ec2:DescribeVolumes"],
+      Resource: "*",
+    },
+  ];
+}
+
+/** The least-privilege statements of one deployable, derived from the service catalog. */
+export function deployableStatements(d: Deployable, ctx: WorkloadPolicyContext): PolicyStatementArgs[] {
+  const statements: PolicyStatementArgs[] = [];
+  const own = ctx.queueArns[d.name];
+  if (d.consumesQueue) {
+    if (!own) throw new Error(`${d.name} consumes a queue but none was created`);
+    statements.push({
+      Sid: "ConsumeOwnQueue",
+      Effect: "Allow",
+      Action: [
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:ChangeMessageVisibility",
+        "sqs:GetQueueAttributes",
+        "sqs:GetQueueUrl",
+      ],
+      Resource: [own],
+    });
+  }
+  if (d.publishesTo.length > 0) {
+    statements.push({
+      Sid: "PublishToConsumers",
+      Effect: "Allow",
+      Action: ["sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"],
+      Resource: d.publishesTo.map((target) => {
+        const arn = ctx.queueArns[target];
+        if (!arn) throw new Error(`${d.name} publishes to ${target}, which has no queue`);
+        return arn;
+      }),
+    });
+  }
+  const secretArns: pulumi.Input<string>[] = [];
+  const dbSecret = ctx.databaseSecretArns[d.name];
+  if (d.database) {
+    if (!dbSecret) throw new Error(`${d.name} has a database but no credentials secret`);
+    secretArns.push(dbSecret);
+  }
+  for (const key of Object.keys(d.secrets) as SharedSecretName[]) secretArns.push(ctx.sharedSecretArns[key]);
+  if (secretArns.length > 0) {
+    statements.push({ Sid: "ReadOwnSecrets", Effect: "Allow", Action: SECRET_READ, Resource: secretArns });
+  }
+  if (d.managesStreamingInstances) statements.push(...streamingStatements(ctx));
+  return statements;
+}
+
+export function allDeployableStatements(
+  ctx: WorkloadPolicyContext,
+): Record<DeployableName, PolicyStatementArgs[]> {
+  return Object.fromEntries(DEPLOYABLES.map((d) => [d.name, deployableStatements(d, ctx)])) as Record<
+    DeployableName,
+    PolicyStatementArgs[]
+  >;
+}
+
+export function collectorStatements(): PolicyStatementArgs[] {
+  return [
+    {
+      Sid: "XRayHasNoResourceLevelPermissions",
+      Effect: "Allow",
+      Action: [
+        "xray:PutTraceSegments",
+        "xray:PutTelemetryRecords",
+        "xray:GetSamplingRules",
+        "xray:GetSamplingTargets",
+        "xray:GetSamplingStatisticSummaries",
+      ],
+      Resource: "*",
+    },
+  ];
+}
+
+export function databaseBootstrapStatements(
+  masterSecretArn: pulumi.Input<string>,
+  databaseSecretArns: pulumi.Input<string>[],
+): PolicyStatementArgs[] {
+  return [
+    {
+      Sid: "ReadDatabaseCredentials",
+      Effect: "Allow",
+      Action: SECRET_READ,
+      Resource: [masterSecretArn, ...databaseSecretArns],
+    },
+  ];
+}
