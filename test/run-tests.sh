@@ -6,6 +6,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 bash test/peers/up.sh postgres redis moto stripe-mock keycloak mailpit
+bash test/peers/chromium.sh
 eval "$(bash test/peers/up.sh --env)"
 
 echo "[test] building workspaces (tsc -b)" >&2

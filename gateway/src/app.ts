@@ -18,6 +18,9 @@ import { buildRouteTable, type RouteEntry, type UpstreamUrls } from "./http/rout
 import { createRateLimiters, type RedisCommandSender } from "./http/rate-limit-middleware";
 import { securityHeaders } from "./http/security-headers";
 import { createUpstreamProxy } from "./http/upstream-proxy";
+import { createOidcClient, type OidcClient } from "./portal/oidc-login";
+import { portalCookieSecret } from "./portal/portal-config";
+import { portalRoutes } from "./portal/portal-routes";
 
 export interface GatewayDeps {
   config: GatewayConfig;
@@ -29,6 +32,8 @@ export interface GatewayDeps {
   redis?: RedisCommandSender;
   /** Keep-alive pool for upstream calls; main.ts owns and destroys it. */
   upstreamAgent?: http.Agent;
+  /** The portal's OIDC client; defaults to discovery from OIDC_ISSUER. */
+  oidc?: OidcClient;
 }
 
 interface GatewayLocals extends Partial<AuthLocals> {
@@ -45,6 +50,8 @@ export function upstreamsFromConfig(config: GatewayConfig): UpstreamUrls {
     "auth-proxy": config.AUTH_PROXY_URL,
   };
 }
+
+const AUTH_METHOD_HEADER = "x-cgs-auth-method";
 
 const routeOf = (res: Response): RouteEntry => {
   const route = (res.locals as GatewayLocals).route;
@@ -86,6 +93,19 @@ export function createApp(deps: GatewayDeps): Express {
 
   const app = createBaseApp({ logger, readiness, jsonLimit: false, trustProxy: config.TRUST_PROXY });
   app.use(securityHeaders(config.PUBLIC_BASE_URL));
+
+  app.use(
+    portalRoutes({
+      publicBaseUrl: config.PUBLIC_BASE_URL,
+      sessionCookieName: config.SESSION_COOKIE_NAME,
+      cookieSecret: portalCookieSecret(config),
+      oidc:
+        deps.oidc ?? createOidcClient({ issuer: config.OIDC_ISSUER, clientId: config.PORTAL_OIDC_CLIENT_ID }),
+      verifier,
+      logger,
+      limit: limiters.forBucket({ bucket: "read", scope: "ip" }),
+    }),
+  );
 
   const documentJson = JSON.stringify(doc);
   app.get("/openapi.json", limiters.forBucket({ bucket: "read", scope: "ip" }), (_req, res) => {
@@ -188,6 +208,9 @@ export function createApp(deps: GatewayDeps): Express {
   const proxy: RequestHandler = (req, res, next) => {
     const route = routeOf(res);
     const locals = res.locals as GatewayLocals;
+    // Tells accounts how the caller authenticated (GET /api/v1/session); never taken from the client.
+    if (route.public || !locals.credentialSource) delete req.headers[AUTH_METHOD_HEADER];
+    else req.headers[AUTH_METHOD_HEADER] = locals.credentialSource;
     forward(req, res, next, {
       upstream: route.upstream!,
       owner: route.owner,

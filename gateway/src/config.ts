@@ -61,6 +61,18 @@ export const gatewayEnvSchema = z.object({
   RATE_LIMIT_RESET_EMAIL_WINDOW_MS: envInt(3_600_000, 1).describe(
     "Window of the per-e-mail password-reset limit, in ms",
   ),
+  PORTAL_OIDC_CLIENT_ID: z
+    .string()
+    .min(1)
+    .default("cgs-portal")
+    .describe("Public OIDC client (authorization code + PKCE S256) the portal's /login uses"),
+  PORTAL_COOKIE_SECRET: z
+    .string()
+    .min(32, "must be at least 32 characters")
+    .optional()
+    .describe(
+      "Signs the portal's short-lived login-state cookie (OIDC state + PKCE verifier); required in production",
+    ),
 });
 
 export type GatewayConfig = z.output<typeof gatewayEnvSchema>;

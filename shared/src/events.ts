@@ -30,6 +30,10 @@ export const eventDataSchemas = {
     reason: z.string().min(1),
     message: z.string(),
     failedAt: isoDateTime,
+    /** When metering began (session.started); null when the session failed before its instance launched. */
+    startedAt: isoDateTime.nullable().optional(),
+    ratePerMinute: minorUnits.nonnegative().optional(),
+    currency: currency.optional(),
   }),
   "credits.exhausted": z.object({
     balance: minorUnits,

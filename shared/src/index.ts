@@ -8,3 +8,4 @@ export * from "./events";
 export * from "./openapi";
 export * from "./service";
 export * from "./tracing";
+export * from "./identity";

@@ -1,10 +1,47 @@
-import { createServiceApp, type ServiceContext } from "@cgs/shared";
+import type { Express } from "express";
+import { createServiceApp, type IdentityAdmin, type ServiceContext } from "@cgs/shared";
 import type { AuthProxyConfig } from "./config";
+import { ResetRepository } from "./data/reset-repository";
 import type * as schema from "./data/schema";
+import { createCompleteReset, parseResetRequest, systemClock, type Clock } from "./domain/password-reset";
+import type { ResetTokenCodec } from "./domain/reset-token";
+import { passwordResetRoutes } from "./http/password-reset-routes";
 
 export type AuthProxyContext = ServiceContext<AuthProxyConfig, typeof schema>;
 
-/** The auth-proxy service's HTTP surface; its /api/v1 routes arrive with the service's own issue. */
-export function createApp({ logger, verifier, database }: AuthProxyContext) {
-  return createServiceApp({ logger, verifier, database });
+export interface AuthProxyAppDeps extends AuthProxyContext {
+  identity: IdentityAdmin;
+  tokens: ResetTokenCodec;
+  /** Called after a reset request is queued, so the worker picks it up at once. */
+  onResetRequested?: () => void;
+  clock?: Clock;
+}
+
+/**
+ * Password reset (public): the request endpoint only queues the address, so it answers the same bytes in
+ * the same time whether or not an account exists; the worker looks it up and mails. Complete sets the
+ * password through the identity provider's admin API.
+ */
+export function createApp(deps: AuthProxyAppDeps): Express {
+  const { logger, verifier, database, identity, tokens, clock = systemClock } = deps;
+  const resets = new ResetRepository(database.db);
+  const completeReset = createCompleteReset({ database, resets, identity, tokens, clock, logger });
+  return createServiceApp({
+    logger,
+    verifier,
+    database,
+    jsonLimit: "16kb",
+    publicRoutes: (router) => {
+      router.use(
+        passwordResetRoutes({
+          async request(body) {
+            const { email } = parseResetRequest(body);
+            await resets.enqueueRequest(email);
+            deps.onResetRequested?.();
+          },
+          complete: completeReset,
+        }),
+      );
+    },
+  });
 }

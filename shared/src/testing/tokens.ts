@@ -106,7 +106,14 @@ export async function startTestIdentityProvider(
     }
     if (path === `/realms/${realm}/.well-known/openid-configuration`) {
       res.writeHead(200, { "Content-Type": "application/json" });
-      res.end(JSON.stringify({ issuer, jwks_uri: jwksUrl }));
+      res.end(
+        JSON.stringify({
+          issuer,
+          jwks_uri: jwksUrl,
+          authorization_endpoint: `${issuer}/protocol/openid-connect/auth`,
+          token_endpoint: `${issuer}/protocol/openid-connect/token`,
+        }),
+      );
       return;
     }
     res.writeHead(404).end();

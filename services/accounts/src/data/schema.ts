@@ -1,1 +1,2 @@
 export { outboxTable, processedEventsTable } from "@cgs/shared";
+export { accountsTable, purgedAccountsTable } from "./account-tables";

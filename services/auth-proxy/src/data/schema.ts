@@ -1,1 +1,2 @@
 export { outboxTable, processedEventsTable } from "@cgs/shared";
+export { resetRequestsTable, usedResetTokensTable } from "./reset-tables";

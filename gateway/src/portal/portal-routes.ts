@@ -1,0 +1,151 @@
+import { Router, type RequestHandler, type Response } from "express";
+import type { Logger } from "pino";
+import { AppError, isSameOriginRequest, readCookie, type JwtVerifier } from "@cgs/shared";
+import { codeChallenge, newLoginState, openLoginState, sealLoginState, type OidcClient } from "./oidc-login";
+import { portalAssets } from "./portal-assets";
+import {
+  accountPage,
+  forgotPasswordPage,
+  loginPage,
+  resetPasswordPage,
+  type LoginBanner,
+} from "./portal-pages";
+
+export const LOGIN_STATE_COOKIE = "cgs_login";
+const LOGIN_STATE_TTL_MS = 10 * 60_000;
+
+export interface PortalOptions {
+  /** Public origin, e.g. https://play.example.com; the callback is <origin>/login/callback. */
+  publicBaseUrl: string;
+  sessionCookieName: string;
+  /** Signs the short-lived login-state cookie (state + PKCE verifier). */
+  cookieSecret: string;
+  oidc: OidcClient;
+  verifier: JwtVerifier;
+  logger: Logger;
+  /** Per-IP limiter for the routes that call the identity provider. */
+  limit: RequestHandler;
+}
+
+const BANNERS = new Set<LoginBanner>(["password-updated", "signin-failed", "signed-out"]);
+
+function cookie(
+  name: string,
+  value: string,
+  attrs: { maxAgeSeconds: number; path: string; secure: boolean },
+) {
+  return [
+    `${name}=${value}`,
+    `Max-Age=${Math.max(0, Math.floor(attrs.maxAgeSeconds))}`,
+    `Path=${attrs.path}`,
+    "HttpOnly",
+    "SameSite=Lax",
+    ...(attrs.secure ? ["Secure"] : []),
+  ].join("; ");
+}
+
+function html(res: Response, body: string): void {
+  res.setHeader("Cache-Control", "no-store");
+  res.type("html").send(body);
+}
+
+/**
+ * The portal pages on the gateway's origin: /login (OIDC authorization code + PKCE, ending in the
+ * HttpOnly session cookie), /forgot-password, /reset-password, /account, /logout, and their assets.
+ */
+export function portalRoutes(options: PortalOptions): Router {
+  const router = Router();
+  const secure = options.publicBaseUrl.startsWith("https://");
+  const redirectUri = `${options.publicBaseUrl}/login/callback`;
+
+  router.get("/portal/:asset", (req, res, next) => {
+    const asset = portalAssets[req.params.asset];
+    if (!asset) {
+      next();
+      return;
+    }
+    res.setHeader("Cache-Control", "public, max-age=300");
+    res.type(asset.type).send(asset.body);
+  });
+
+  // Browsers ask for it on every page; answering 204 keeps their consoles (and the access log) quiet.
+  router.get("/favicon.ico", (_req, res) => {
+    res.setHeader("Cache-Control", "public, max-age=86400");
+    res.status(204).end();
+  });
+
+  router.get("/login", (req, res) => {
+    const status = typeof req.query.status === "string" ? (req.query.status as LoginBanner) : null;
+    html(res, loginPage(status && BANNERS.has(status) ? status : null));
+  });
+
+  router.get("/login/start", options.limit, async (_req, res, next) => {
+    try {
+      const state = newLoginState(LOGIN_STATE_TTL_MS);
+      const location = await options.oidc.authorizationUrl({
+        state: state.state,
+        challenge: codeChallenge(state.verifier),
+        redirectUri,
+      });
+      res.setHeader(
+        "Set-Cookie",
+        cookie(LOGIN_STATE_COOKIE, sealLoginState(state, options.cookieSecret), {
+          maxAgeSeconds: LOGIN_STATE_TTL_MS / 1000,
+          path: "/login",
+          secure,
+        }),
+      );
+      res.setHeader("Cache-Control", "no-store");
+      res.redirect(302, location);
+    } catch (err) {
+      options.logger.warn({ err }, "portal sign-in could not reach the identity provider");
+      next(AppError.unavailable("The identity provider is unavailable; try again shortly", 5));
+    }
+  });
+
+  router.get("/login/callback", options.limit, async (req, res) => {
+    const clearState = cookie(LOGIN_STATE_COOKIE, "", { maxAgeSeconds: 0, path: "/login", secure });
+    res.setHeader("Cache-Control", "no-store");
+    const failed = (reason: string) => {
+      options.logger.info({ reason }, "portal sign-in failed");
+      res.setHeader("Set-Cookie", clearState);
+      res.redirect(302, "/login?status=signin-failed");
+    };
+    const saved = openLoginState(readCookie(req.headers.cookie, LOGIN_STATE_COOKIE), options.cookieSecret);
+    const { code, state } = req.query;
+    if (!saved) return failed("missing or expired login state");
+    if (typeof state !== "string" || state !== saved.state) return failed("state mismatch");
+    if (typeof code !== "string" || code === "") return failed("no authorization code");
+    try {
+      const accessToken = await options.oidc.exchangeCode({ code, verifier: saved.verifier, redirectUri });
+      const principal = await options.verifier.verify(accessToken);
+      const maxAge = (principal.expiresAt.getTime() - Date.now()) / 1000;
+      res.setHeader("Set-Cookie", [
+        clearState,
+        cookie(options.sessionCookieName, accessToken, { maxAgeSeconds: maxAge, path: "/", secure }),
+      ]);
+      res.redirect(302, "/account");
+    } catch (err) {
+      failed(err instanceof Error ? err.message : "code exchange failed");
+    }
+  });
+
+  router.post("/logout", (req, res) => {
+    res.setHeader("Cache-Control", "no-store");
+    // A cross-site form must not sign the user out.
+    if (!isSameOriginRequest(req, options.publicBaseUrl)) {
+      res.redirect(303, "/account");
+      return;
+    }
+    res.setHeader(
+      "Set-Cookie",
+      cookie(options.sessionCookieName, "", { maxAgeSeconds: 0, path: "/", secure }),
+    );
+    res.redirect(303, "/login?status=signed-out");
+  });
+
+  router.get("/forgot-password", (_req, res) => html(res, forgotPasswordPage()));
+  router.get("/reset-password", (_req, res) => html(res, resetPasswordPage()));
+  router.get("/account", (_req, res) => html(res, accountPage()));
+  return router;
+}

@@ -1,0 +1,133 @@
+import type { Logger } from "pino";
+import { createEvent, publishInTransaction, type IdentityAdmin, type OpenedDatabase } from "@cgs/shared";
+import type { AccountRepository } from "../data/account-repository";
+import type * as schema from "../data/schema";
+import type { Clock } from "./clock";
+
+export interface DeletionSweepDeps {
+  database: OpenedDatabase<typeof schema>;
+  accounts: AccountRepository;
+  identity: IdentityAdmin;
+  clock: Clock;
+  logger: Logger;
+  batchSize: number;
+  /** Queue-name prefix of the platform routes (test isolation). */
+  queuePrefix: string;
+}
+
+export interface SweepResult {
+  purged: string[];
+  identitiesDisabled: string[];
+  identityFailures: number;
+}
+
+const MAX_DISABLE_BACKOFF_MS = 3_600_000;
+
+/**
+ * One pass of the deletion sweep, safe with several replicas (due rows are claimed with FOR UPDATE SKIP
+ * LOCKED). Each due account is purged in one transaction: account.purge goes to the outbox (sessions stop
+ * any session and delete the volume, billing closes the wallet), the account's data is deleted and a
+ * tombstone written. The identity-provider user is then disabled outside that transaction, retried with
+ * backoff until it succeeds.
+ */
+export function createDeletionSweep(deps: DeletionSweepDeps) {
+  const { database, accounts, identity, clock, logger, batchSize, queuePrefix } = deps;
+
+  async function purgeDueAccounts(): Promise<string[]> {
+    const now = clock.now();
+    return database.withTransaction(async (tx) => {
+      const due = await accounts.lockDueForPurge(tx, now, batchSize);
+      for (const account of due) {
+        const event = createEvent(
+          "account.purge",
+          account.identityUserId,
+          {
+            identityUserId: account.identityUserId,
+            requestedAt: (account.deletionRequestedAt ?? now).toISOString(),
+          },
+          { occurredAt: now },
+        );
+        await publishInTransaction(tx, event, queuePrefix);
+        await accounts.purge(tx, account, now);
+      }
+      return due.map((a) => a.identityUserId);
+    });
+  }
+
+  async function disableOneIdentity(): Promise<{ id: string; ok: boolean } | null> {
+    const now = clock.now();
+    return database.withTransaction(async (tx) => {
+      const [row] = await accounts.lockIdentitiesToDisable(tx, now, 1);
+      if (!row) return null;
+      try {
+        await identity.disableUser(row.identityUserId);
+        await accounts.markIdentityDisabled(tx, row.identityUserId, now);
+        return { id: row.identityUserId, ok: true };
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        const backoff = Math.min(MAX_DISABLE_BACKOFF_MS, 30_000 * 2 ** row.disableAttempts);
+        await accounts.recordDisableFailure(tx, row, message, new Date(now.getTime() + backoff));
+        logger.warn(
+          { identityUserId: row.identityUserId, err: message },
+          "identity disable failed; will retry",
+        );
+        return { id: row.identityUserId, ok: false };
+      }
+    });
+  }
+
+  return {
+    async runOnce(): Promise<SweepResult> {
+      const purged: string[] = [];
+      for (;;) {
+        const batch = await purgeDueAccounts();
+        purged.push(...batch);
+        if (batch.length < batchSize) break;
+      }
+      const identitiesDisabled: string[] = [];
+      let identityFailures = 0;
+      for (let i = 0; i < batchSize; i += 1) {
+        const outcome = await disableOneIdentity();
+        if (!outcome) break;
+        if (outcome.ok) identitiesDisabled.push(outcome.id);
+        else identityFailures += 1;
+      }
+      if (purged.length > 0 || identitiesDisabled.length > 0) {
+        logger.info(
+          { purged: purged.length, identitiesDisabled: identitiesDisabled.length },
+          "deletion sweep",
+        );
+      }
+      return { purged, identitiesDisabled, identityFailures };
+    },
+  };
+}
+
+export type DeletionSweep = ReturnType<typeof createDeletionSweep>;
+
+/** Runs the sweep every intervalMs until stopped; a failing pass is logged and retried on the next tick. */
+export function startDeletionSweepWorker(
+  sweep: DeletionSweep,
+  options: { intervalMs: number; logger: Logger },
+): { stop(): Promise<void> } {
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> = Promise.resolve();
+  const tick = () => {
+    running = sweep
+      .runOnce()
+      .then(() => undefined)
+      .catch((err: unknown) => options.logger.error({ err }, "deletion sweep failed"))
+      .finally(() => {
+        if (!stopped) timer = setTimeout(tick, options.intervalMs);
+      });
+  };
+  timer = setTimeout(tick, 0);
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}

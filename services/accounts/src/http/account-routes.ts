@@ -1,0 +1,50 @@
+import express, { Router } from "express";
+import { getPrincipal } from "@cgs/shared";
+import type { AccountUseCases, AuthMethod } from "../domain/account-use-cases";
+
+/**
+ * Set by the gateway from how it authenticated the request (it overwrites any client value); a direct
+ * caller of the service is a bearer caller.
+ */
+export const AUTH_METHOD_HEADER = "x-cgs-auth-method";
+
+const authMethodOf = (value: string | string[] | undefined): AuthMethod =>
+  value === "cookie" ? "cookie" : "bearer";
+
+/** /api/v1 routes of the accounts service (behind requireAuth). */
+export function accountRoutes(useCases: AccountUseCases): Router {
+  const router = Router();
+  // PATCH accepts RFC 7396's media type as well as plain JSON (the base app parses only application/json).
+  const mergePatchJson = express.json({ type: "application/merge-patch+json", limit: "16kb" });
+
+  router.get("/settings", async (_req, res) => {
+    res.json(await useCases.readSettings(getPrincipal(res)));
+  });
+
+  router.patch("/settings", mergePatchJson, async (req, res) => {
+    res.json(await useCases.updateSettings(getPrincipal(res), req.body));
+  });
+
+  router.get("/session", async (req, res) => {
+    res.setHeader("Cache-Control", "no-store");
+    res.json(
+      await useCases.describeIdentity(getPrincipal(res), authMethodOf(req.headers[AUTH_METHOD_HEADER])),
+    );
+  });
+
+  router.delete("/account/delete", async (_req, res) => {
+    res.status(202).json(await useCases.requestDeletion(getPrincipal(res)));
+  });
+
+  return router;
+}
+
+/** /internal/v1 routes other services call with the end user's own token; the gateway never exposes them. */
+export function internalAccountRoutes(useCases: AccountUseCases): Router {
+  const router = Router();
+  router.get("/accounts/me", async (_req, res) => {
+    res.setHeader("Cache-Control", "no-store");
+    res.json(await useCases.internalView(getPrincipal(res)));
+  });
+  return router;
+}

@@ -1,0 +1,85 @@
+import path from "node:path";
+import pino from "pino";
+import {
+  createJwtVerifier,
+  createKeycloakAdmin,
+  keycloakAdminOptions,
+  loadConfig,
+  startServer,
+  type RunningServer,
+} from "@cgs/shared";
+import { openTestDatabase, type OpenedTestDatabase } from "@cgs/shared/testing/db";
+import { authProxyConfigSchema, type AuthProxyConfig } from "../config";
+import { createAuthProxy, type AuthProxyAdapters } from "../composition";
+import * as schema from "../data/schema";
+import { createSmtpMailer } from "../domain/mailer";
+import { createResetTokenCodec } from "../domain/reset-token";
+
+export const TEST_RESET_SECRET = "auth-proxy-test-secret-0123456789abcdef";
+
+export interface AuthProxyHarness extends RunningServer {
+  config: AuthProxyConfig;
+  database: OpenedTestDatabase<typeof schema>;
+  adapters: AuthProxyAdapters;
+  clock: { current: Date | null; now(): Date };
+  close(): Promise<void>;
+}
+
+/** The real auth-proxy (PostgreSQL or PGlite, Keycloak, SMTP catcher) on 127.0.0.1:0 with its reset worker. */
+export async function startAuthProxy(
+  options: { db?: "postgres" | "pglite"; env?: Record<string, string> } = {},
+): Promise<AuthProxyHarness> {
+  const keycloakUrl = process.env.KEYCLOAK_URL || "http://127.0.0.1:8081";
+  const smtp = process.env.SMTP_URL || "smtp://127.0.0.1:1025";
+  const config = loadConfig(authProxyConfigSchema, {
+    LOG_LEVEL: "silent",
+    PORT: "0",
+    OIDC_ISSUER: `${keycloakUrl}/realms/cgs`,
+    SMTP_URL: smtp,
+    RESET_TOKEN_SECRET: TEST_RESET_SECRET,
+    RESET_WORKER_INTERVAL_MS: "50",
+    PUBLIC_BASE_URL: "http://127.0.0.1:8080",
+    ...options.env,
+  });
+  const database = await openTestDatabase(options.db ?? "postgres", "auth_proxy", {
+    schema,
+    migrationsFolder: path.join(__dirname, "..", "..", "drizzle"),
+  });
+  const logger = pino({ level: "silent" });
+  const clock = { current: null as Date | null, now: () => clock.current ?? new Date() };
+  const adapters: AuthProxyAdapters = {
+    identity: createKeycloakAdmin(keycloakAdminOptions(config)),
+    tokens: createResetTokenCodec(TEST_RESET_SECRET, config.RESET_TOKEN_TTL_SECONDS),
+    mailer: createSmtpMailer({ url: config.SMTP_URL, from: config.MAIL_FROM }),
+    clock,
+  };
+  const proxy = createAuthProxy(adapters);
+  const context = {
+    config,
+    logger,
+    database,
+    verifier: createJwtVerifier({
+      issuer: config.OIDC_ISSUER,
+      audience: config.OIDC_AUDIENCE,
+      jwksUrl: `${config.OIDC_ISSUER}/protocol/openid-connect/certs`,
+    }),
+  };
+  const workers = proxy.startWorkers(context);
+  const running = await startServer(proxy.buildApp(context), {
+    port: 0,
+    logger,
+    shutdownGraceMs: 1_000,
+    onClose: workers,
+  });
+  return {
+    ...running,
+    config,
+    database,
+    adapters,
+    clock,
+    async close() {
+      await running.stop();
+      await database.destroy();
+    },
+  };
+}
