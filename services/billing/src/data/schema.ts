@@ -1,1 +1,10 @@
 export { outboxTable, processedEventsTable } from "@cgs/shared";
+export {
+  walletsTable,
+  ledgerEntriesTable,
+  holdsTable,
+  meteredSessionsTable,
+  topupsTable,
+  stripeEventsTable,
+  storagePeriodsTable,
+} from "./billing-tables";

@@ -1,0 +1,176 @@
+// Billing benchmark: signed Stripe webhook events processed per second over HTTP, and the cost of one
+// metering tick at 10, 1,000 and 10,000 running sessions, on the real PostgreSQL of TEST_DATABASE_URL.
+//   npx tsc -b shared && npx tsx services/billing/bench/billing-bench.ts
+// Options (env): BENCH_WEBHOOK_EVENTS (default 2000), BENCH_CONCURRENCY (16), BENCH_SESSIONS ("10,1000,10000").
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { sql } from "drizzle-orm";
+import { Client } from "pg";
+import pino from "pino";
+import Stripe from "stripe";
+import { createJwtVerifier, loadConfig, oidcSettings, openDatabase, startServer } from "@cgs/shared";
+import { billingDeps, createApp, type BillingContext } from "../src/app";
+import { billingConfigSchema } from "../src/config";
+import * as schema from "../src/data/schema";
+import { findLedgerMismatches } from "../src/data/wallet-repository";
+import { meterRunningSessions } from "../src/domain/metering";
+
+const adminUrl = process.env.TEST_DATABASE_URL || "postgres://cgs:cgs@127.0.0.1:5432/postgres";
+const WEBHOOK_EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 2_000);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const SESSION_COUNTS = (process.env.BENCH_SESSIONS ?? "10,1000,10000").split(",").map(Number);
+const SECRET = "whsec_bench";
+const MINUTE = 60_000;
+
+async function admin(query: string): Promise<void> {
+  const client = new Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(query);
+  } finally {
+    await client.end();
+  }
+}
+
+async function main(): Promise<void> {
+  const name = `billing_bench_${randomBytes(4).toString("hex")}`;
+  await admin(`CREATE DATABASE "${name}"`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const database = await openDatabase({
+    url: url.toString(),
+    schema,
+    migrationsFolder: path.join(__dirname, "..", "drizzle"),
+    pool: { max: 20 },
+  });
+  const config = loadConfig(billingConfigSchema, {
+    NODE_ENV: "test",
+    LOG_LEVEL: "silent",
+    DATABASE_URL: url.toString(),
+    PAYMENT_PROVIDER: "stripe",
+    STRIPE_WEBHOOK_SECRET: SECRET,
+    STORAGE_DEFAULT_TIER: "none",
+  });
+  const logger = pino({ level: "silent" });
+  const context: BillingContext = {
+    config,
+    logger,
+    database,
+    verifier: createJwtVerifier(oidcSettings(config)),
+  };
+  let now = new Date();
+  const clock = () => now;
+  const server = await startServer(createApp(context, { now: clock }), {
+    port: 0,
+    logger,
+    shutdownGraceMs: 1_000,
+  });
+  const deps = billingDeps(context, clock);
+  const stripe = new Stripe("sk_test_bench");
+  const lines: string[] = [];
+  const say = (line: string) => {
+    lines.push(line);
+    process.stdout.write(`${line}\n`);
+  };
+
+  try {
+    say(
+      `billing benchmark (PostgreSQL ${new URL(adminUrl).host}, ${CONCURRENCY} concurrent webhook deliveries)`,
+    );
+
+    // ---- webhook throughput ----
+    const payloads = Array.from({ length: WEBHOOK_EVENTS }, (_, i) =>
+      JSON.stringify({
+        id: `evt_bench_${i}`,
+        object: "event",
+        type: "checkout.session.completed",
+        data: {
+          object: {
+            id: `cs_bench_${i}`,
+            object: "checkout.session",
+            payment_status: "paid",
+            amount_total: 500 + (i % 100),
+            currency: "usd",
+            client_reference_id: `bench-account-${i % 200}`,
+          },
+        },
+      }),
+    );
+    const deliverAll = async (): Promise<number> => {
+      let next = 0;
+      let failures = 0;
+      const worker = async () => {
+        while (next < payloads.length) {
+          const payload = payloads[next++]!;
+          const res = await fetch(`${server.url}/api/v1/billing/stripe-webhook`, {
+            method: "POST",
+            headers: {
+              "content-type": "application/json",
+              "stripe-signature": stripe.webhooks.generateTestHeaderString({ payload, secret: SECRET }),
+            },
+            body: payload,
+          });
+          await res.arrayBuffer();
+          if (res.status !== 200) failures += 1;
+        }
+      };
+      const began = performance.now();
+      await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+      const seconds = (performance.now() - began) / 1000;
+      if (failures > 0) throw new Error(`${failures} webhook deliveries failed`);
+      return payloads.length / seconds;
+    };
+    say(
+      `webhook: ${WEBHOOK_EVENTS} new paid checkout events     ${(await deliverAll()).toFixed(0)} events/s`,
+    );
+    say(
+      `webhook: the same ${WEBHOOK_EVENTS} events redelivered    ${(await deliverAll()).toFixed(0)} events/s`,
+    );
+    const mismatches = await findLedgerMismatches(database.db);
+    if (mismatches.length > 0) throw new Error(`ledger mismatch: ${JSON.stringify(mismatches.slice(0, 3))}`);
+
+    // ---- metering tick ----
+    for (const count of SESSION_COUNTS) {
+      await database.db.execute(sql`truncate metered_sessions, ledger_entries, wallets, holds`);
+      const t0 = new Date(Date.UTC(2026, 10, 20, 10, 0, 0));
+      // Each session already paid minute 0; minute 1 is due at the tick.
+      await database.db.execute(sql`
+        insert into wallets (account_id, currency, balance, held, storage_tier)
+        select 'acct-' || g, 'USD', 100000, 0, 'none' from generate_series(1, ${count}) g`);
+      await database.db.execute(sql`
+        insert into ledger_entries (account_id, kind, reference, amount, currency, balance_after)
+        select 'acct-' || g, 'topup', 'topup:bench-' || g, 100000, 'USD', 100000 from generate_series(1, ${count}) g`);
+      await database.db.execute(sql`
+        insert into metered_sessions (session_id, account_id, rate_per_minute, currency, started_at, charged_minutes, next_minute_at)
+        select 's-' || g, 'acct-' || g, 10, 'USD', ${t0.toISOString()}::timestamptz, 1,
+               ${t0.toISOString()}::timestamptz + interval '1 minute'
+          from generate_series(1, ${count}) g`);
+      await database.db.execute(sql`analyze`);
+      now = new Date(t0.getTime() + MINUTE + 1_000);
+      const began = performance.now();
+      const pass = await meterRunningSessions(deps);
+      const ms = performance.now() - began;
+      if (pass.sessions !== count)
+        throw new Error(`expected ${count} sessions charged, got ${pass.sessions}`);
+      const idleBegan = performance.now();
+      await meterRunningSessions(deps);
+      const idleMs = performance.now() - idleBegan;
+      say(
+        `metering: ${String(count).padStart(6)} running sessions   tick ${ms.toFixed(1).padStart(8)} ms ` +
+          `(${((ms * 1000) / count).toFixed(0)} µs/session, ${pass.batches} batch(es) of ≤${deps.settings.meteringBatchSize}); ` +
+          `idle tick ${idleMs.toFixed(1)} ms`,
+      );
+    }
+  } finally {
+    await server.stop();
+    await database.close();
+    await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(
+    `benchmark failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
+  process.exit(1);
+});

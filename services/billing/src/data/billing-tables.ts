@@ -1,0 +1,179 @@
+import { sql } from "drizzle-orm";
+import {
+  bigint,
+  bigserial,
+  check,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from "drizzle-orm/pg-core";
+
+const money = (name: string) => bigint(name, { mode: "number" });
+const at = (name: string) => timestamp(name, { withTimezone: true });
+
+/**
+ * One wallet per account. `balance` changes only together with a ledger entry; `held` is the part of
+ * it reserved by start authorizations (spendable = balance - held).
+ */
+export const walletsTable = pgTable(
+  "wallets",
+  {
+    accountId: text("account_id").primaryKey(),
+    currency: text("currency").notNull(),
+    balance: money("balance").notNull().default(0),
+    held: money("held").notNull().default(0),
+    storageTier: text("storage_tier").notNull(),
+    status: text("status").$type<"open" | "closed">().notNull().default("open"),
+    createdAt: at("created_at").notNull().defaultNow(),
+    closedAt: at("closed_at"),
+  },
+  (t) => [
+    check("wallets_balance_non_negative", sql`${t.balance} >= 0`),
+    check("wallets_held_within_balance", sql`${t.held} >= 0 and ${t.held} <= ${t.balance}`),
+  ],
+);
+
+/** Append-only: every balance change, with a unique reference so nothing is applied twice. */
+export const ledgerEntriesTable = pgTable(
+  "ledger_entries",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    accountId: text("account_id").notNull(),
+    kind: text("kind").$type<LedgerKind>().notNull(),
+    /** e.g. `topup:cs_123`, `usage:<session>:<minute>`, `storage:<account>:2026-11`. */
+    reference: text("reference").notNull(),
+    amount: money("amount").notNull(),
+    currency: text("currency").notNull(),
+    balanceAfter: money("balance_after").notNull(),
+    details: jsonb("details").$type<Record<string, unknown>>().notNull().default({}),
+    createdAt: at("created_at").notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex("ledger_entries_reference_key").on(t.reference),
+    index("ledger_entries_account_idx").on(t.accountId, t.id),
+    check("ledger_entries_amount_not_zero", sql`${t.amount} <> 0`),
+    check("ledger_entries_balance_after_non_negative", sql`${t.balanceAfter} >= 0`),
+  ],
+);
+
+export type LedgerKind = "topup" | "usage" | "usage_refund" | "storage";
+
+/** Money reserved for a session start; consumed as its minutes are charged, released when it ends or fails. */
+export const holdsTable = pgTable(
+  "holds",
+  {
+    id: uuid("id").primaryKey(),
+    accountId: text("account_id").notNull(),
+    sessionId: text("session_id").notNull(),
+    amount: money("amount").notNull(),
+    remaining: money("remaining").notNull(),
+    ratePerMinute: integer("rate_per_minute").notNull(),
+    currency: text("currency").notNull(),
+    status: text("status").$type<"active" | "released">().notNull().default("active"),
+    createdAt: at("created_at").notNull().defaultNow(),
+    releasedAt: at("released_at"),
+  },
+  (t) => [
+    uniqueIndex("holds_session_key").on(t.sessionId),
+    index("holds_active_idx")
+      .on(t.createdAt)
+      .where(sql`${t.status} = 'active'`),
+    check("holds_remaining_range", sql`${t.remaining} >= 0 and ${t.remaining} <= ${t.amount}`),
+  ],
+);
+
+/** A session being metered: minute k (from 0) is due at startedAt + k minutes and charged once. */
+export const meteredSessionsTable = pgTable(
+  "metered_sessions",
+  {
+    sessionId: text("session_id").primaryKey(),
+    accountId: text("account_id").notNull(),
+    ratePerMinute: integer("rate_per_minute").notNull(),
+    currency: text("currency").notNull(),
+    startedAt: at("started_at").notNull(),
+    stoppedAt: at("stopped_at"),
+    /** Minutes charged so far (minutes 0 .. chargedMinutes-1). */
+    chargedMinutes: integer("charged_minutes").notNull().default(0),
+    /** When the next minute starts; the metering loop picks sessions whose nextMinuteAt has passed. */
+    nextMinuteAt: at("next_minute_at").notNull(),
+    status: text("status").$type<"running" | "stopped">().notNull().default("running"),
+    exhaustedAt: at("exhausted_at"),
+    /** Minor units the wallet could not cover (the balance never goes negative). */
+    uncovered: money("uncovered").notNull().default(0),
+  },
+  (t) => [
+    index("metered_sessions_due_idx")
+      .on(t.nextMinuteAt)
+      .where(sql`${t.status} = 'running'`),
+    index("metered_sessions_account_idx").on(t.accountId),
+  ],
+);
+
+/** Top-ups the user asked for; credited only by the provider's webhook, keyed by checkout session. */
+export const topupsTable = pgTable(
+  "topups",
+  {
+    id: uuid("id").primaryKey(),
+    accountId: text("account_id").notNull(),
+    amount: money("amount").notNull(),
+    currency: text("currency").notNull(),
+    /** The client's Idempotency-Key header, when sent. */
+    clientKey: text("client_key"),
+    provider: text("provider").notNull(),
+    checkoutSessionId: text("checkout_session_id"),
+    checkoutUrl: text("checkout_url"),
+    status: text("status").$type<"creating" | "open" | "paid">().notNull().default("creating"),
+    createdAt: at("created_at").notNull().defaultNow(),
+    paidAt: at("paid_at"),
+  },
+  (t) => [
+    uniqueIndex("topups_client_key").on(t.accountId, t.clientKey),
+    index("topups_checkout_session_idx").on(t.checkoutSessionId),
+    check("topups_amount_positive", sql`${t.amount} > 0`),
+  ],
+);
+
+/** Stripe event ids already handled, so a redelivery is acknowledged without work. */
+export const stripeEventsTable = pgTable("stripe_events", {
+  eventId: text("event_id").primaryKey(),
+  type: text("type").notNull(),
+  outcome: text("outcome").notNull(),
+  receivedAt: at("received_at").notNull().defaultNow(),
+});
+
+/** One row per (account, billing period) once the period has been looked at: paid or still unpaid. */
+export const storagePeriodsTable = pgTable(
+  "storage_periods",
+  {
+    accountId: text("account_id").notNull(),
+    periodStart: at("period_start").notNull(),
+    periodEnd: at("period_end").notNull(),
+    tier: text("tier").notNull(),
+    amount: money("amount").notNull(),
+    status: text("status").$type<"paid" | "unpaid">().notNull(),
+    paidAt: at("paid_at"),
+    updatedAt: at("updated_at").notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.accountId, t.periodStart] }),
+    index("storage_periods_unpaid_idx")
+      .on(t.periodStart)
+      .where(sql`${t.status} = 'unpaid'`),
+  ],
+);
+
+export const billingTables = {
+  walletsTable,
+  ledgerEntriesTable,
+  holdsTable,
+  meteredSessionsTable,
+  topupsTable,
+  stripeEventsTable,
+  storagePeriodsTable,
+};

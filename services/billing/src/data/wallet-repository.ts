@@ -1,0 +1,133 @@
+import { and, eq, sql } from "drizzle-orm";
+import type { Database, SqlExecutor, Transaction } from "@cgs/shared";
+import { ledgerEntriesTable, walletsTable, type LedgerKind } from "./billing-tables";
+import type * as schema from "./schema";
+
+export type BillingSchema = typeof schema;
+export type BillingDatabase = Database<BillingSchema>;
+export type BillingTransaction = Transaction<BillingSchema>;
+
+export type WalletRow = typeof walletsTable.$inferSelect;
+
+export interface NewWallet {
+  accountId: string;
+  currency: string;
+  storageTier: string;
+}
+
+/** Creates the account's wallet on first contact; a no-op when it exists. */
+export async function ensureWallet(executor: SqlExecutor, wallet: NewWallet): Promise<void> {
+  await executor.insert(walletsTable).values(wallet).onConflictDoNothing();
+}
+
+export async function findWallet(executor: SqlExecutor, accountId: string): Promise<WalletRow | undefined> {
+  const rows = await executor.select().from(walletsTable).where(eq(walletsTable.accountId, accountId));
+  return rows[0];
+}
+
+/** Locks the wallet row for the rest of the transaction: every balance change goes through this. */
+export async function lockWallet(tx: BillingTransaction, accountId: string): Promise<WalletRow | undefined> {
+  const rows = await tx
+    .select()
+    .from(walletsTable)
+    .where(eq(walletsTable.accountId, accountId))
+    .for("update");
+  return rows[0];
+}
+
+export interface LedgerPosting {
+  kind: LedgerKind;
+  /** Unique across the ledger: the same reference is never applied twice. */
+  reference: string;
+  /** Signed minor units: positive credits, negative debits. */
+  amount: number;
+  details?: Record<string, unknown>;
+  /** Change to the wallet's held amount in the same update (negative when usage consumes a hold). */
+  heldDelta?: number;
+}
+
+export type PostingResult =
+  { applied: true; balance: number; held: number } | { applied: false; reason: "duplicate" | "insufficient" };
+
+/**
+ * Appends one ledger entry and moves the balance in the same transaction. The wallet must already be
+ * locked by the caller (lockWallet). A reference already in the ledger is a no-op; a debit that would
+ * take the balance below zero is refused (and the CHECK constraint would refuse it too).
+ */
+export async function postLedgerEntry(
+  tx: BillingTransaction,
+  wallet: WalletRow,
+  posting: LedgerPosting,
+): Promise<PostingResult> {
+  const balance = wallet.balance + posting.amount;
+  const held = wallet.held + (posting.heldDelta ?? 0);
+  if (balance < 0 || held < 0 || held > balance) return { applied: false, reason: "insufficient" };
+  const inserted = await tx
+    .insert(ledgerEntriesTable)
+    .values({
+      accountId: wallet.accountId,
+      kind: posting.kind,
+      reference: posting.reference,
+      amount: posting.amount,
+      currency: wallet.currency,
+      balanceAfter: balance,
+      details: posting.details ?? {},
+    })
+    .onConflictDoNothing({ target: ledgerEntriesTable.reference })
+    .returning({ id: ledgerEntriesTable.id });
+  if (inserted.length === 0) return { applied: false, reason: "duplicate" };
+  await tx
+    .update(walletsTable)
+    .set({
+      balance: sql`${walletsTable.balance} + ${posting.amount}`,
+      held: sql`${walletsTable.held} + ${posting.heldDelta ?? 0}`,
+    })
+    .where(eq(walletsTable.accountId, wallet.accountId));
+  wallet.balance = balance;
+  wallet.held = held;
+  return { applied: true, balance, held };
+}
+
+/** Changes only the held amount (placing or releasing a hold); the balance and ledger are untouched. */
+export async function adjustHeld(tx: BillingTransaction, wallet: WalletRow, delta: number): Promise<void> {
+  if (delta === 0) return;
+  await tx
+    .update(walletsTable)
+    .set({ held: sql`${walletsTable.held} + ${delta}` })
+    .where(and(eq(walletsTable.accountId, wallet.accountId)));
+  wallet.held += delta;
+}
+
+export async function ledgerEntryExists(executor: SqlExecutor, reference: string): Promise<boolean> {
+  const rows = await executor
+    .select({ id: ledgerEntriesTable.id })
+    .from(ledgerEntriesTable)
+    .where(eq(ledgerEntriesTable.reference, reference));
+  return rows.length > 0;
+}
+
+export interface LedgerMismatch {
+  accountId: string;
+  balance: number;
+  ledgerSum: number;
+}
+
+/**
+ * The ledger invariant as one query: every wallet's balance equals the sum of its ledger entries (and
+ * no ledger entry belongs to a missing wallet). Empty means consistent.
+ */
+export async function findLedgerMismatches(
+  executor: BillingDatabase | BillingTransaction,
+): Promise<LedgerMismatch[]> {
+  const result = await executor.execute(sql`
+    select coalesce(w.account_id, l.account_id) as "accountId",
+           coalesce(w.balance, 0)::bigint as "balance",
+           coalesce(l.total, 0)::bigint as "ledgerSum"
+      from wallets w
+      full outer join (select account_id, sum(amount) as total from ledger_entries group by account_id) l
+        on l.account_id = w.account_id
+     where coalesce(w.balance, 0) <> coalesce(l.total, 0)`);
+  return (result.rows as { accountId: string; balance: string | number; ledgerSum: string | number }[]).map(
+    (r) => ({ accountId: r.accountId, balance: Number(r.balance), ledgerSum: Number(r.ledgerSum) }),
+  );
+}

@@ -1,0 +1,351 @@
+import { randomUUID } from "node:crypto";
+import { and, eq, like } from "drizzle-orm";
+import pino from "pino";
+import { createEvent, outboxTable, type AnyEvent } from "@cgs/shared";
+import {
+  holdsTable,
+  ledgerEntriesTable,
+  meteredSessionsTable,
+  storagePeriodsTable,
+  walletsTable,
+} from "../data/billing-tables";
+import { findLedgerMismatches } from "../data/wallet-repository";
+import {
+  billingTestConfig,
+  openBillingTestDatabase,
+  testClock,
+  type BillingDatabaseFixture,
+  type TestClock,
+} from "../testing/billing-harness";
+import { creditWallet } from "../testing/wallet-fixtures";
+import { billingEventHandlers } from "../workers/billing-event-handlers";
+import { billingSettings, type BillingDeps } from "./billing-deps";
+import { meterRunningSessions, releaseExpiredHolds } from "./metering";
+import { authorizeStart } from "./start-authorization";
+import { chargeStoragePeriods, getStorageBilling } from "./storage-billing";
+import { readWallet } from "./wallets";
+
+const MINUTE = 60_000;
+const RATE = 10;
+
+describe("metering, holds, storage and purge (real PostgreSQL, controlled clock)", () => {
+  let fixture: BillingDatabaseFixture;
+  let clock: TestClock;
+  let deps: BillingDeps;
+  let handlers: ReturnType<typeof billingEventHandlers>;
+
+  beforeAll(async () => {
+    fixture = await openBillingTestDatabase("billing_metering", 12);
+    clock = testClock("2026-11-20T10:00:00.000Z");
+    deps = {
+      db: fixture.database.db,
+      settings: { ...billingSettings(billingTestConfig({})), queuePrefix: "test-metering-" },
+      logger: pino({ level: "silent" }),
+      now: clock.now,
+    };
+    handlers = billingEventHandlers(deps);
+  });
+  afterAll(() => fixture.close());
+
+  /** Runs a consumed event's handler the way the SQS consumer does: in one transaction. */
+  const consume = (event: AnyEvent) =>
+    fixture.database.withTransaction(async (tx) => {
+      const handler = handlers[event.type] as (e: AnyEvent, t: typeof tx) => Promise<void>;
+      await handler(event, tx);
+    });
+  const started = (accountId: string, sessionId: string, startedAt: Date, rate = RATE) =>
+    createEvent("session.started", accountId, {
+      sessionId,
+      instanceId: "i-1",
+      ratePerMinute: rate,
+      currency: "USD",
+      startedAt: startedAt.toISOString(),
+    });
+  const stopped = (accountId: string, sessionId: string, startedAt: Date, stoppedAt: Date, rate = RATE) =>
+    createEvent("session.stopped", accountId, {
+      sessionId,
+      startedAt: startedAt.toISOString(),
+      stoppedAt: stoppedAt.toISOString(),
+      ratePerMinute: rate,
+      currency: "USD",
+      reason: "user",
+    });
+  const wallet = async (accountId: string) =>
+    (await fixture.database.db.select().from(walletsTable).where(eq(walletsTable.accountId, accountId)))[0]!;
+  const usageMinutes = async (sessionId: string) =>
+    (
+      await fixture.database.db
+        .select()
+        .from(ledgerEntriesTable)
+        .where(like(ledgerEntriesTable.reference, `usage:${sessionId}:%`))
+    )
+      .map((e) => Number(e.reference.split(":").pop()))
+      .sort((a, b) => a - b);
+  const newAccount = async (credit: number) => {
+    const accountId = `acct-${randomUUID()}`;
+    await creditWallet(deps, accountId, credit + 200); // + the basic tier's storage for the period
+    return accountId;
+  };
+
+  it("when a session starts, runs 3.2 minutes and stops, then 4 started minutes are charged from its hold and the rest of the hold is released", async () => {
+    const accountId = await newAccount(1_000);
+    const sessionId = `s-${randomUUID()}`;
+    await authorizeStart(deps, accountId, { sessionId, ratePerMinute: RATE, currency: "USD" });
+    expect(await wallet(accountId)).toMatchObject({ balance: 1_000, held: 150 });
+    const t0 = clock.now();
+    await consume(started(accountId, sessionId, t0));
+    expect(await usageMinutes(sessionId)).toEqual([0]);
+    expect(await wallet(accountId)).toMatchObject({ balance: 990, held: 140 });
+
+    clock.advance(2.5 * MINUTE);
+    await meterRunningSessions(deps);
+    expect(await usageMinutes(sessionId)).toEqual([0, 1, 2]);
+    clock.advance(0.7 * MINUTE);
+    await consume(stopped(accountId, sessionId, t0, clock.now()));
+    expect(await usageMinutes(sessionId)).toEqual([0, 1, 2, 3]);
+    expect(await wallet(accountId)).toMatchObject({ balance: 960, held: 0 });
+    const hold = (
+      await fixture.database.db.select().from(holdsTable).where(eq(holdsTable.sessionId, sessionId))
+    )[0]!;
+    expect(hold).toMatchObject({ status: "released", remaining: 0 });
+  });
+
+  it("when session events are redelivered or the stop is handled twice, then nothing is charged twice", async () => {
+    const accountId = await newAccount(1_000);
+    const sessionId = `s-${randomUUID()}`;
+    const t0 = clock.now();
+    const start = started(accountId, sessionId, t0);
+    await consume(start);
+    await consume(start);
+    clock.advance(1.5 * MINUTE);
+    const stop = stopped(accountId, sessionId, t0, clock.now());
+    await consume(stop);
+    await consume(stop);
+    await consume(start);
+    await meterRunningSessions(deps);
+    expect(await usageMinutes(sessionId)).toEqual([0, 1]);
+    expect((await wallet(accountId)).balance).toBe(980);
+  });
+
+  it("when session.stopped arrives before session.started, then the minutes are charged once and the late start is ignored", async () => {
+    const accountId = await newAccount(1_000);
+    const sessionId = `s-${randomUUID()}`;
+    const t0 = new Date(clock.now().getTime() - 5 * MINUTE);
+    await consume(stopped(accountId, sessionId, t0, new Date(t0.getTime() + 2 * MINUTE)));
+    await consume(started(accountId, sessionId, t0));
+    await meterRunningSessions(deps);
+    expect(await usageMinutes(sessionId)).toEqual([0, 1]);
+  });
+
+  it("when the stop event arrives after the loop charged a minute that began after the stop, then that minute is refunded", async () => {
+    const accountId = await newAccount(1_000);
+    const sessionId = `s-${randomUUID()}`;
+    const t0 = clock.now();
+    await consume(started(accountId, sessionId, t0));
+    clock.advance(5.1 * MINUTE);
+    await meterRunningSessions(deps);
+    expect(await usageMinutes(sessionId)).toEqual([0, 1, 2, 3, 4, 5]);
+    await consume(stopped(accountId, sessionId, t0, new Date(t0.getTime() + 4.5 * MINUTE)));
+    expect((await wallet(accountId)).balance).toBe(1_000 - 5 * RATE);
+    const refunds = await fixture.database.db
+      .select()
+      .from(ledgerEntriesTable)
+      .where(eq(ledgerEntriesTable.reference, `usage-refund:${sessionId}:5`));
+    expect(refunds).toHaveLength(1);
+    expect(refunds[0]!.amount).toBe(RATE);
+  });
+
+  it("when a metering pass is late (a crash or a pause), then it catches up every missed minute without skipping one", async () => {
+    const accountId = await newAccount(1_000);
+    const sessionId = `s-${randomUUID()}`;
+    const t0 = clock.now();
+    await consume(started(accountId, sessionId, t0));
+    clock.advance(7.2 * MINUTE);
+    await meterRunningSessions(deps);
+    expect(await usageMinutes(sessionId)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    await consume(stopped(accountId, sessionId, t0, clock.now()));
+  });
+
+  it("when two replicas meter 40 sessions at the same moment, then every due minute is charged exactly once", async () => {
+    const t0 = clock.now();
+    const sessions: { accountId: string; sessionId: string }[] = [];
+    for (let i = 0; i < 40; i++) {
+      const accountId = await newAccount(1_000);
+      const sessionId = `s-${randomUUID()}`;
+      await consume(started(accountId, sessionId, t0));
+      sessions.push({ accountId, sessionId });
+    }
+    clock.advance(4.5 * MINUTE);
+    const small = { ...deps, settings: { ...deps.settings, meteringBatchSize: 7 } };
+    await Promise.all([
+      meterRunningSessions(small),
+      meterRunningSessions(small),
+      meterRunningSessions(small),
+    ]);
+    for (const { accountId, sessionId } of sessions) {
+      expect(await usageMinutes(sessionId)).toEqual([0, 1, 2, 3, 4]);
+      expect((await wallet(accountId)).balance).toBe(1_000 - 5 * RATE);
+      await consume(stopped(accountId, sessionId, t0, clock.now()));
+    }
+    expect(await findLedgerMismatches(fixture.database.db)).toEqual([]);
+  });
+
+  it("when the balance cannot cover the next minute, then credits.exhausted is published once to the sessions queue and the balance stops at zero", async () => {
+    const accountId = await newAccount(35);
+    const sessionId = `s-${randomUUID()}`;
+    const t0 = clock.now();
+    await consume(started(accountId, sessionId, t0));
+    clock.advance(2.5 * MINUTE);
+    await meterRunningSessions(deps);
+    const exhausted = await fixture.database.db
+      .select()
+      .from(outboxTable)
+      .where(and(eq(outboxTable.eventType, "credits.exhausted")));
+    const mine = exhausted.filter((row) => row.payload.accountId === accountId);
+    expect(mine).toHaveLength(1);
+    expect(mine[0]!.destination).toBe("test-metering-cgs-sessions");
+    expect(mine[0]!.payload.data).toEqual({ balance: 5, currency: "USD" });
+    // Minutes keep being counted until sessions stops the instance; what the wallet lacks is recorded, not owed.
+    clock.advance(2 * MINUTE);
+    await meterRunningSessions(deps);
+    expect((await wallet(accountId)).balance).toBe(0);
+    await consume(stopped(accountId, sessionId, t0, clock.now()));
+    const session = (
+      await fixture.database.db
+        .select()
+        .from(meteredSessionsTable)
+        .where(eq(meteredSessionsTable.sessionId, sessionId))
+    )[0]!;
+    expect(session).toMatchObject({ status: "stopped", chargedMinutes: 5, uncovered: 5 * RATE - 35 });
+    const again = await fixture.database.db
+      .select()
+      .from(outboxTable)
+      .where(eq(outboxTable.eventType, "credits.exhausted"));
+    expect(again.filter((row) => row.payload.accountId === accountId)).toHaveLength(1);
+  });
+
+  it("when the start fails, then session.failed releases the hold and nothing is charged", async () => {
+    const accountId = await newAccount(500);
+    const sessionId = `s-${randomUUID()}`;
+    await authorizeStart(deps, accountId, { sessionId, ratePerMinute: RATE, currency: "USD" });
+    await consume(
+      createEvent("session.failed", accountId, {
+        sessionId,
+        reason: "capacity",
+        message: "no capacity",
+        failedAt: clock.now().toISOString(),
+      }),
+    );
+    expect(await wallet(accountId)).toMatchObject({ balance: 500, held: 0 });
+    expect(await usageMinutes(sessionId)).toEqual([]);
+  });
+
+  it("when a running session fails, then its minutes up to the failure are charged and metering ends", async () => {
+    const accountId = await newAccount(500);
+    const sessionId = `s-${randomUUID()}`;
+    const t0 = clock.now();
+    await consume(started(accountId, sessionId, t0));
+    clock.advance(1.5 * MINUTE);
+    await consume(
+      createEvent("session.failed", accountId, {
+        sessionId,
+        reason: "instance-lost",
+        message: "lost",
+        failedAt: clock.now().toISOString(),
+      }),
+    );
+    clock.advance(3 * MINUTE);
+    await meterRunningSessions(deps);
+    expect(await usageMinutes(sessionId)).toEqual([0, 1]);
+  });
+
+  it("when a hold's session never reports back, then the hold is released after its time to live", async () => {
+    const accountId = await newAccount(500);
+    const sessionId = `s-${randomUUID()}`;
+    // Holds are stamped by the database clock; move the test clock past the TTL from real now.
+    await authorizeStart(deps, accountId, { sessionId, ratePerMinute: RATE, currency: "USD" });
+    const later = { ...deps, now: () => new Date(Date.now() + deps.settings.holdTtlMs + MINUTE) };
+    expect(await releaseExpiredHolds(deps)).toBe(0);
+    expect(await releaseExpiredHolds(later)).toBeGreaterThanOrEqual(1);
+    expect((await wallet(accountId)).held).toBe(0);
+  });
+
+  describe("storage periods", () => {
+    it("when the period charge runs twice in a period, then it is taken once; the next period is charged again", async () => {
+      const accountId = await newAccount(1_000);
+      await chargeStoragePeriods(deps);
+      await chargeStoragePeriods(deps);
+      const charges = await fixture.database.db
+        .select()
+        .from(ledgerEntriesTable)
+        .where(and(eq(ledgerEntriesTable.accountId, accountId), eq(ledgerEntriesTable.kind, "storage")));
+      expect(charges.map((c) => c.reference)).toEqual([`storage:${accountId}:2026-11`]);
+      const december = { ...deps, now: () => new Date("2026-12-01T00:05:00Z") };
+      await chargeStoragePeriods(december);
+      await chargeStoragePeriods(december);
+      expect((await wallet(accountId)).balance).toBe(800);
+      const storage = await getStorageBilling(december, await wallet(accountId));
+      expect(storage).toEqual({
+        tier: "basic",
+        sizeGb: 50,
+        pricePerPeriod: 200,
+        currency: "USD",
+        period: { start: "2026-12-01T00:00:00.000Z", end: "2027-01-01T00:00:00.000Z" },
+        status: "paid",
+      });
+    });
+
+    it("when the wallet cannot cover the period, then it is reported unpaid (no negative balance) and settled by the next top-up", async () => {
+      const accountId = `acct-${randomUUID()}`;
+      const fresh = await readWallet(deps, accountId);
+      expect(fresh.balance).toBe(0);
+      await chargeStoragePeriods(deps);
+      expect((await getStorageBilling(deps, await wallet(accountId))).status).toBe("unpaid");
+      const period = await fixture.database.db
+        .select()
+        .from(storagePeriodsTable)
+        .where(eq(storagePeriodsTable.accountId, accountId));
+      expect(period[0]).toMatchObject({ status: "unpaid", amount: 200 });
+      await creditWallet(deps, accountId, 150);
+      expect((await wallet(accountId)).balance).toBe(150);
+      await creditWallet(deps, accountId, 100);
+      expect((await wallet(accountId)).balance).toBe(50);
+      expect((await getStorageBilling(deps, await wallet(accountId))).status).toBe("paid");
+    });
+
+    it("when the tier is none, then nothing is billed and the status is none", async () => {
+      const noneDeps = { ...deps, settings: { ...deps.settings, defaultStorageTier: "none" as const } };
+      const accountId = `acct-${randomUUID()}`;
+      await creditWallet(noneDeps, accountId, 500);
+      await chargeStoragePeriods(noneDeps);
+      expect((await wallet(accountId)).balance).toBe(500);
+      expect((await getStorageBilling(noneDeps, await wallet(accountId))).status).toBe("none");
+    });
+  });
+
+  it("when the account is purged, then the wallet closes, holds are released, starts are refused and the ledger is kept", async () => {
+    const accountId = await newAccount(500);
+    const sessionId = `s-${randomUUID()}`;
+    await authorizeStart(deps, accountId, { sessionId, ratePerMinute: RATE, currency: "USD" });
+    await consume(
+      createEvent("account.purge", accountId, {
+        identityUserId: accountId,
+        requestedAt: clock.now().toISOString(),
+      }),
+    );
+    expect(await wallet(accountId)).toMatchObject({ status: "closed", held: 0, balance: 500 });
+    await expect(
+      authorizeStart(deps, accountId, {
+        sessionId: `s-${randomUUID()}`,
+        ratePerMinute: RATE,
+        currency: "USD",
+      }),
+    ).rejects.toMatchObject({ code: "ACCOUNT_PENDING_DELETION" });
+    const ledger = await fixture.database.db
+      .select()
+      .from(ledgerEntriesTable)
+      .where(eq(ledgerEntriesTable.accountId, accountId));
+    expect(ledger.length).toBeGreaterThan(0);
+    expect(await findLedgerMismatches(fixture.database.db)).toEqual([]);
+  });
+});

@@ -1,0 +1,330 @@
+import { and, asc, eq, inArray, lte, sql } from "drizzle-orm";
+import { createEvent, publishInTransaction, type EventEnvelope } from "@cgs/shared";
+import { holdsTable, ledgerEntriesTable, meteredSessionsTable, walletsTable } from "../data/billing-tables";
+import {
+  lockWallet,
+  postLedgerEntry,
+  type BillingTransaction,
+  type WalletRow,
+} from "../data/wallet-repository";
+import type { BillingDeps } from "./billing-deps";
+import { releaseHoldInTransaction } from "./start-authorization";
+import { ensureWalletCreated } from "./wallets";
+
+type MeteredSession = typeof meteredSessionsTable.$inferSelect;
+type Hold = typeof holdsTable.$inferSelect;
+
+export const usageReference = (sessionId: string, minute: number) => `usage:${sessionId}:${minute}`;
+const refundReference = (sessionId: string, minute: number) => `usage-refund:${sessionId}:${minute}`;
+
+async function lockSession(tx: BillingTransaction, sessionId: string): Promise<MeteredSession | undefined> {
+  const rows = await tx
+    .select()
+    .from(meteredSessionsTable)
+    .where(eq(meteredSessionsTable.sessionId, sessionId))
+    .for("update");
+  return rows[0];
+}
+
+async function lockActiveHold(tx: BillingTransaction, sessionId: string): Promise<Hold | undefined> {
+  const rows = await tx
+    .select()
+    .from(holdsTable)
+    .where(and(eq(holdsTable.sessionId, sessionId), eq(holdsTable.status, "active")))
+    .for("update");
+  return rows[0];
+}
+
+/** Minutes started in [startedAt, end): every started minute is charged, so a partial one counts. */
+function minutesStarted(session: MeteredSession, end: Date, minuteMs: number): number {
+  const elapsed = end.getTime() - session.startedAt.getTime();
+  return Math.max(1, Math.ceil(elapsed / minuteMs));
+}
+
+interface ChargeContext {
+  tx: BillingTransaction;
+  deps: BillingDeps;
+  session: MeteredSession;
+  wallet: WalletRow;
+  hold: Hold | undefined;
+}
+
+/**
+ * Charges minutes chargedMinutes .. upTo-1 of the session. Money comes from the session's own hold
+ * first, then from the unheld balance; what the wallet cannot cover is recorded as uncovered instead of
+ * driving the balance negative. Each minute's ledger reference is unique, so a retry never charges twice.
+ */
+async function chargeMinutes(ctx: ChargeContext, upTo: number): Promise<void> {
+  const { tx, session, wallet, hold } = ctx;
+  const rate = session.ratePerMinute;
+  while (session.chargedMinutes < upTo) {
+    const minute = session.chargedMinutes;
+    const holdRemaining = hold?.remaining ?? 0;
+    const available = wallet.balance - (wallet.held - holdRemaining);
+    const amount = Math.max(0, Math.min(rate, available));
+    if (amount > 0) {
+      const fromHold = Math.min(holdRemaining, amount);
+      const posted = await postLedgerEntry(tx, wallet, {
+        kind: "usage",
+        reference: usageReference(session.sessionId, minute),
+        amount: -amount,
+        heldDelta: -fromHold,
+        details: { sessionId: session.sessionId, minute, ratePerMinute: rate, uncovered: rate - amount },
+      });
+      if (posted.applied && hold) hold.remaining -= fromHold;
+    }
+    session.uncovered += rate - amount;
+    session.chargedMinutes += 1;
+  }
+  if (hold) {
+    await tx.update(holdsTable).set({ remaining: hold.remaining }).where(eq(holdsTable.id, hold.id));
+  }
+}
+
+/** Publishes credits.exhausted once per session when the wallet cannot pay for the session's next minute. */
+async function signalExhaustion(ctx: ChargeContext): Promise<void> {
+  const { tx, deps, session, wallet, hold } = ctx;
+  if (session.status !== "running" || session.exhaustedAt) return;
+  const available = wallet.balance - (wallet.held - (hold?.remaining ?? 0));
+  if (available >= session.ratePerMinute) return;
+  session.exhaustedAt = deps.now();
+  const event: EventEnvelope<"credits.exhausted"> = createEvent("credits.exhausted", session.accountId, {
+    balance: wallet.balance,
+    currency: wallet.currency,
+  });
+  await publishInTransaction(tx, event, deps.settings.queuePrefix);
+  deps.logger.info({ accountId: session.accountId, sessionId: session.sessionId }, "credits exhausted");
+}
+
+async function saveSession(
+  tx: BillingTransaction,
+  deps: BillingDeps,
+  session: MeteredSession,
+): Promise<void> {
+  await tx
+    .update(meteredSessionsTable)
+    .set({
+      chargedMinutes: session.chargedMinutes,
+      nextMinuteAt: new Date(session.startedAt.getTime() + session.chargedMinutes * deps.settings.minuteMs),
+      uncovered: session.uncovered,
+      exhaustedAt: session.exhaustedAt,
+      status: session.status,
+      stoppedAt: session.stoppedAt,
+    })
+    .where(eq(meteredSessionsTable.sessionId, session.sessionId));
+}
+
+/** Locks wallet and hold (in that order, after the session row) and charges every minute due by `now`. */
+async function chargeDue(
+  tx: BillingTransaction,
+  deps: BillingDeps,
+  session: MeteredSession,
+  now: Date,
+  locked?: { wallet: WalletRow | undefined; hold: Hold | undefined },
+) {
+  const wallet = locked ? locked.wallet : await lockWallet(tx, session.accountId);
+  if (!wallet) return;
+  const hold = locked ? locked.hold : await lockActiveHold(tx, session.sessionId);
+  const ctx = { tx, deps, session, wallet, hold };
+  const due =
+    now < session.startedAt
+      ? 0
+      : minutesStarted(session, new Date(now.getTime() + 1), deps.settings.minuteMs);
+  await chargeMinutes(ctx, due);
+  await signalExhaustion(ctx);
+  await saveSession(tx, deps, session);
+}
+
+export interface SessionStart {
+  accountId: string;
+  sessionId: string;
+  ratePerMinute: number;
+  currency: string;
+  startedAt: Date;
+}
+
+/** session.started: metering begins, and the first minute is charged at once. */
+export async function startMetering(
+  tx: BillingTransaction,
+  deps: BillingDeps,
+  start: SessionStart,
+): Promise<void> {
+  await ensureWalletCreated(tx, deps, start.accountId);
+  const inserted = await tx
+    .insert(meteredSessionsTable)
+    .values({
+      sessionId: start.sessionId,
+      accountId: start.accountId,
+      ratePerMinute: start.ratePerMinute,
+      currency: start.currency,
+      startedAt: start.startedAt,
+      nextMinuteAt: start.startedAt,
+    })
+    .onConflictDoNothing()
+    .returning({ sessionId: meteredSessionsTable.sessionId });
+  if (inserted.length === 0) return;
+  const session = await lockSession(tx, start.sessionId);
+  if (session) await chargeDue(tx, deps, session, deps.now());
+}
+
+/**
+ * session.stopped (or a failure of a started session): charges every minute started before the stop,
+ * refunds any minute the loop charged after it (a late stop event), releases what is left of the hold.
+ */
+export async function stopMetering(
+  tx: BillingTransaction,
+  deps: BillingDeps,
+  start: SessionStart,
+  stoppedAt: Date,
+): Promise<void> {
+  await ensureWalletCreated(tx, deps, start.accountId);
+  await tx
+    .insert(meteredSessionsTable)
+    .values({
+      sessionId: start.sessionId,
+      accountId: start.accountId,
+      ratePerMinute: start.ratePerMinute,
+      currency: start.currency,
+      startedAt: start.startedAt,
+      nextMinuteAt: start.startedAt,
+    })
+    .onConflictDoNothing();
+  const session = await lockSession(tx, start.sessionId);
+  if (!session || session.status === "stopped") return;
+  const wallet = await lockWallet(tx, session.accountId);
+  if (!wallet) return;
+  const hold = await lockActiveHold(tx, session.sessionId);
+  const ctx = { tx, deps, session, wallet, hold };
+  const total = minutesStarted(session, stoppedAt, deps.settings.minuteMs);
+  await chargeMinutes(ctx, total);
+  if (session.chargedMinutes > total) await refundMinutes(ctx, total);
+  session.status = "stopped";
+  session.stoppedAt = stoppedAt;
+  await saveSession(tx, deps, session);
+  if (hold) await releaseHoldInTransaction(tx, wallet, hold);
+}
+
+async function refundMinutes(ctx: ChargeContext, keep: number): Promise<void> {
+  const { tx, session, wallet } = ctx;
+  const refs = [];
+  for (let m = keep; m < session.chargedMinutes; m++) refs.push(usageReference(session.sessionId, m));
+  const charged = await tx
+    .select({ reference: ledgerEntriesTable.reference, amount: ledgerEntriesTable.amount })
+    .from(ledgerEntriesTable)
+    .where(inArray(ledgerEntriesTable.reference, refs));
+  for (const entry of charged) {
+    const minute = Number(entry.reference.split(":").pop());
+    await postLedgerEntry(tx, wallet, {
+      kind: "usage_refund",
+      reference: refundReference(session.sessionId, minute),
+      amount: -entry.amount,
+      details: { sessionId: session.sessionId, minute, reason: "charged after the session stopped" },
+    });
+  }
+  session.chargedMinutes = keep;
+}
+
+/** session.failed: a start that never ran gets its hold back; a session that was running is closed out. */
+export async function failMetering(
+  tx: BillingTransaction,
+  deps: BillingDeps,
+  accountId: string,
+  sessionId: string,
+  failedAt: Date,
+): Promise<void> {
+  const session = await lockSession(tx, sessionId);
+  if (session && session.status === "running") {
+    await stopMetering(tx, deps, { ...session }, failedAt < session.startedAt ? session.startedAt : failedAt);
+    return;
+  }
+  const wallet = await lockWallet(tx, accountId);
+  const hold = await lockActiveHold(tx, sessionId);
+  if (wallet && hold) await releaseHoldInTransaction(tx, wallet, hold);
+}
+
+export interface MeteringPass {
+  sessions: number;
+  batches: number;
+}
+
+/**
+ * One metering tick: charges every running session whose next minute has started. Sessions are claimed
+ * with FOR UPDATE SKIP LOCKED in account order, so replicas split the work, never charge the same
+ * session at once, and lock wallets in one order (no deadlocks between replicas).
+ */
+export async function meterRunningSessions(deps: BillingDeps, maxBatches = 1_000): Promise<MeteringPass> {
+  const now = deps.now();
+  const pass: MeteringPass = { sessions: 0, batches: 0 };
+  while (pass.batches < maxBatches) {
+    const claimed = await deps.db.transaction(async (tx) => {
+      const sessions = await tx
+        .select()
+        .from(meteredSessionsTable)
+        .where(and(eq(meteredSessionsTable.status, "running"), lte(meteredSessionsTable.nextMinuteAt, now)))
+        .orderBy(asc(meteredSessionsTable.accountId), asc(meteredSessionsTable.sessionId))
+        .limit(deps.settings.meteringBatchSize)
+        .for("update", { skipLocked: true });
+      if (sessions.length === 0) return 0;
+      // Lock the batch's wallets and holds in two statements (wallets in account order, as everywhere).
+      const wallets = await tx
+        .select()
+        .from(walletsTable)
+        .where(inArray(walletsTable.accountId, [...new Set(sessions.map((x) => x.accountId))]))
+        .orderBy(asc(walletsTable.accountId))
+        .for("update");
+      const holds = await tx
+        .select()
+        .from(holdsTable)
+        .where(
+          and(
+            inArray(
+              holdsTable.sessionId,
+              sessions.map((x) => x.sessionId),
+            ),
+            eq(holdsTable.status, "active"),
+          ),
+        )
+        .for("update");
+      const walletByAccount = new Map(wallets.map((w) => [w.accountId, w]));
+      const holdBySession = new Map(holds.map((h) => [h.sessionId, h]));
+      for (const session of sessions) {
+        await chargeDue(tx, deps, session, now, {
+          wallet: walletByAccount.get(session.accountId),
+          hold: holdBySession.get(session.sessionId),
+        });
+      }
+      return sessions.length;
+    });
+    pass.batches += 1;
+    pass.sessions += claimed;
+    if (claimed < deps.settings.meteringBatchSize) break;
+  }
+  return pass;
+}
+
+/** Holds whose session never reported started or failed (a crashed start) go back to the wallet. */
+export async function releaseExpiredHolds(deps: BillingDeps): Promise<number> {
+  const cutoff = new Date(deps.now().getTime() - deps.settings.holdTtlMs);
+  const stale = await deps.db
+    .select({ id: holdsTable.id, accountId: holdsTable.accountId, sessionId: holdsTable.sessionId })
+    .from(holdsTable)
+    .where(
+      and(
+        eq(holdsTable.status, "active"),
+        lte(holdsTable.createdAt, cutoff),
+        sql`not exists (select 1 from metered_sessions m where m.session_id = ${holdsTable.sessionId} and m.status = 'running')`,
+      ),
+    )
+    .limit(500);
+  let released = 0;
+  for (const row of stale) {
+    released += await deps.db.transaction(async (tx) => {
+      const wallet = await lockWallet(tx, row.accountId);
+      const hold = await lockActiveHold(tx, row.sessionId);
+      if (!wallet || !hold) return 0;
+      await releaseHoldInTransaction(tx, wallet, hold);
+      return 1;
+    });
+  }
+  return released;
+}

@@ -1,0 +1,42 @@
+import express, { type RequestHandler } from "express";
+import type Stripe from "stripe";
+import { AppError } from "@cgs/shared";
+import type { BillingDeps } from "../domain/billing-deps";
+import { applyStripeEvent } from "../domain/stripe-events";
+
+export interface StripeWebhookOptions {
+  stripe: Stripe;
+  webhookSecret: string;
+  toleranceSeconds: number;
+}
+
+/**
+ * POST /api/v1/billing/stripe-webhook: the body is read raw (never JSON-parsed first) and verified
+ * against Stripe-Signature with the endpoint secret before anything else happens.
+ */
+export function stripeWebhookRoute(deps: BillingDeps, options: StripeWebhookOptions): RequestHandler[] {
+  const verify: RequestHandler = async (req, res) => {
+    const signature = req.get("stripe-signature");
+    if (!signature) throw AppError.validation("Stripe-Signature", "Stripe-Signature header is required");
+    const body: unknown = req.body;
+    if (!Buffer.isBuffer(body) || body.length === 0) throw AppError.validation("body", "body is required");
+    let event: Stripe.Event;
+    try {
+      event = options.stripe.webhooks.constructEvent(
+        body,
+        signature,
+        options.webhookSecret,
+        options.toleranceSeconds,
+      );
+    } catch {
+      throw AppError.validation(
+        "Stripe-Signature",
+        "Stripe-Signature does not match the body, or its timestamp is outside the tolerance",
+      );
+    }
+    const outcome = await applyStripeEvent(deps, event);
+    deps.logger.info({ stripeEventId: event.id, type: event.type, outcome }, "stripe event received");
+    res.json({ received: true });
+  };
+  return [express.raw({ type: () => true, limit: "512kb" }), verify];
+}

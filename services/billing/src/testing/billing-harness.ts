@@ -1,0 +1,159 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import path from "node:path";
+import pino from "pino";
+import {
+  createJwtVerifier,
+  loadConfig,
+  oidcSettings,
+  openDatabase,
+  startServer,
+  type OpenedDatabase,
+} from "@cgs/shared";
+import { createTestDatabase, type TestDatabase } from "@cgs/shared/testing/db";
+import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
+import { billingDeps, createApp, type BillingAdapters, type BillingContext } from "../app";
+import { billingConfigSchema, type BillingConfig } from "../config";
+import type { BillingDeps } from "../domain/billing-deps";
+import * as schema from "../data/schema";
+import { startAccountsStandIn, type AccountsStandIn } from "./accounts-stand-in";
+
+export const billingMigrationsFolder = path.join(__dirname, "..", "..", "drizzle");
+export const STRIPE_MOCK_URL = process.env.STRIPE_API_BASE || "http://127.0.0.1:12111";
+export const TEST_WEBHOOK_SECRET = "whsec_billing_test_secret";
+
+/** A mutable clock for metering and storage tests. */
+export interface TestClock {
+  now: () => Date;
+  set(at: Date | string): void;
+  advance(ms: number): void;
+}
+
+export function testClock(start: Date | string = new Date()): TestClock {
+  let current = new Date(start);
+  return {
+    now: () => new Date(current),
+    set: (at) => {
+      current = new Date(at);
+    },
+    advance: (ms) => {
+      current = new Date(current.getTime() + ms);
+    },
+  };
+}
+
+export interface BillingDatabaseFixture {
+  database: OpenedDatabase<typeof schema>;
+  created: TestDatabase;
+  close(): Promise<void>;
+}
+
+/** A fresh, migrated PostgreSQL database (TEST_DATABASE_URL's server) with billing's schema. */
+export async function openBillingTestDatabase(
+  prefix = "billing",
+  poolMax = 10,
+): Promise<BillingDatabaseFixture> {
+  const created = await createTestDatabase(prefix);
+  const database = await openDatabase({
+    url: created.url,
+    schema,
+    migrationsFolder: billingMigrationsFolder,
+    pool: { max: poolMax },
+  });
+  return {
+    database,
+    created,
+    close: async () => {
+      await database.close();
+      await created.drop();
+    },
+  };
+}
+
+export function billingTestConfig(env: Record<string, string>): BillingConfig {
+  return loadConfig(billingConfigSchema, {
+    NODE_ENV: "test",
+    LOG_LEVEL: "silent",
+    PORT: "0",
+    PAYMENT_PROVIDER: "stripe",
+    STRIPE_API_BASE: STRIPE_MOCK_URL,
+    STRIPE_SECRET_KEY: "sk_test_billing",
+    STRIPE_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
+    PUBLIC_BASE_URL: "http://127.0.0.1:8080",
+    ...env,
+  });
+}
+
+export interface BillingTestService {
+  url: string;
+  config: BillingConfig;
+  deps: BillingDeps;
+  database: OpenedDatabase<typeof schema>;
+  idp: TestIdentityProvider;
+  accounts: AccountsStandIn;
+  clock: TestClock;
+  token(sub: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface BillingTestServiceOptions {
+  env?: Record<string, string>;
+  adapters?: Partial<BillingAdapters>;
+  clock?: TestClock;
+  /** Listen on this port (0: any free port). */
+  port?: number;
+}
+
+/** A port that was free a moment ago (bound, then released), for configs that must name their own URL. */
+export async function freePort(): Promise<number> {
+  const server = http.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** createApp on 127.0.0.1:0 over a fresh PostgreSQL database, a test identity provider and an accounts stand-in. */
+export async function startBillingTestService(
+  options: BillingTestServiceOptions = {},
+): Promise<BillingTestService> {
+  const idp = await startTestIdentityProvider();
+  const accounts = await startAccountsStandIn();
+  const fixture = await openBillingTestDatabase();
+  const clock = options.clock ?? testClock();
+  const config = billingTestConfig({
+    OIDC_ISSUER: idp.issuer,
+    OIDC_AUDIENCE: idp.audience,
+    OIDC_JWKS_URL: idp.jwksUrl,
+    OIDC_JWKS_COOLDOWN_MS: "0",
+    ACCOUNTS_URL: accounts.url,
+    ACCOUNTS_TIMEOUT_MS: "500",
+    DATABASE_URL: fixture.created.url,
+    ...options.env,
+  });
+  const logger = pino({ level: "silent" });
+  const context: BillingContext = {
+    config,
+    logger,
+    database: fixture.database,
+    verifier: createJwtVerifier(oidcSettings(config)),
+  };
+  const app = createApp(context, { now: clock.now, ...options.adapters });
+  const running = await startServer(app, { port: options.port ?? 0, logger, shutdownGraceMs: 1_000 });
+  return {
+    url: running.url,
+    config,
+    deps: billingDeps(context, clock.now),
+    database: fixture.database,
+    idp,
+    accounts,
+    clock,
+    token: (sub) => idp.sign({ sub }),
+    async close() {
+      await running.stop();
+      await fixture.close();
+      await accounts.close();
+      await idp.close();
+    },
+  };
+}

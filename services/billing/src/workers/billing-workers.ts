@@ -1,0 +1,42 @@
+import type { Closer, startEventWorkers } from "@cgs/shared";
+import type { BillingContext } from "../app";
+import type { BillingDeps } from "../domain/billing-deps";
+import { meterRunningSessions, releaseExpiredHolds } from "../domain/metering";
+import { chargeStoragePeriods } from "../domain/storage-billing";
+import { billingEventHandlers } from "./billing-event-handlers";
+import { startPeriodicWorker } from "./periodic-worker";
+
+/**
+ * Background work of one billing process: the outbox relay and the consumer of session and purge events,
+ * the metering loop (every replica runs it; SKIP LOCKED splits the work) and the storage-period pass.
+ */
+export async function startBillingWorkers(
+  context: BillingContext,
+  deps: BillingDeps,
+  startEvents: typeof startEventWorkers,
+): Promise<Closer[]> {
+  const { config, logger, database } = context;
+  const events = await startEvents({
+    config,
+    db: database.db,
+    logger,
+    handlers: billingEventHandlers(deps),
+  });
+  const metering = startPeriodicWorker(
+    "metering",
+    config.METERING_INTERVAL_MS,
+    async () => {
+      await meterRunningSessions(deps);
+      await releaseExpiredHolds(deps);
+    },
+    logger.child({ component: "metering" }),
+  );
+  const storage = startPeriodicWorker(
+    "storage-billing",
+    config.STORAGE_BILLING_INTERVAL_MS,
+    () => chargeStoragePeriods(deps),
+    logger.child({ component: "storage-billing" }),
+  );
+  // Timers first, so no pass starts against a closing database; then the consumer and relay.
+  return [() => metering.stop(), () => storage.stop(), ...events.closers];
+}
