@@ -2,13 +2,14 @@ import {
   createKeycloakAdmin,
   keycloakAdminOptions,
   startEventWorkers,
+  startPeriodicWorker,
   type Closer,
   type IdentityAdmin,
 } from "@cgs/shared";
 import type { AccountsContext } from "./app";
 import { AccountRepository } from "./data/account-repository";
 import { systemClock, type Clock } from "./domain/clock";
-import { createDeletionSweep, startDeletionSweepWorker } from "./domain/deletion-sweep";
+import { createDeletionSweep } from "./domain/deletion-sweep";
 
 /** Outbox relay (account.purge to sessions and billing) and the deletion sweep. */
 export async function startWorkers(
@@ -26,6 +27,11 @@ export async function startWorkers(
     batchSize: config.DELETION_SWEEP_BATCH_SIZE,
     queuePrefix: config.QUEUE_NAME_PREFIX,
   });
-  const worker = startDeletionSweepWorker(sweep, { intervalMs: config.DELETION_SWEEP_INTERVAL_MS, logger });
+  const worker = startPeriodicWorker(
+    "deletion-sweep",
+    config.DELETION_SWEEP_INTERVAL_MS,
+    () => sweep.runOnce(),
+    logger.child({ component: "deletion-sweep" }),
+  );
   return [() => worker.stop(), ...events.closers];
 }

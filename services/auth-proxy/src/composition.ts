@@ -1,4 +1,11 @@
-import { createKeycloakAdmin, keycloakAdminOptions, type Closer, type IdentityAdmin } from "@cgs/shared";
+import {
+  createKeycloakAdmin,
+  keycloakAdminOptions,
+  startPeriodicWorker,
+  type Closer,
+  type IdentityAdmin,
+  type PeriodicWorker,
+} from "@cgs/shared";
 import type { AuthProxyConfig } from "./config";
 import { LOCAL_RESET_TOKEN_SECRET } from "./config";
 import { createApp, type AuthProxyContext } from "./app";
@@ -6,7 +13,6 @@ import { ResetRepository } from "./data/reset-repository";
 import { createSmtpMailer, type Mailer } from "./domain/mailer";
 import { createResetRequestProcessor, systemClock, type Clock } from "./domain/password-reset";
 import { createResetTokenCodec, type ResetTokenCodec } from "./domain/reset-token";
-import { startResetWorker, type ResetWorker } from "./domain/reset-worker";
 
 const TOKEN_CLEANUP_INTERVAL_MS = 60_000;
 
@@ -34,7 +40,7 @@ export function adaptersFromConfig(config: AuthProxyConfig): AuthProxyAdapters {
  * buildApp; the app's request handler kicks the worker).
  */
 export function createAuthProxy(adapters: AuthProxyAdapters) {
-  let worker: ResetWorker | undefined;
+  let worker: PeriodicWorker | undefined;
   return {
     startWorkers(context: AuthProxyContext): Closer[] {
       const resets = new ResetRepository(context.database.db);
@@ -50,16 +56,18 @@ export function createAuthProxy(adapters: AuthProxyAdapters) {
         ttlSeconds: context.config.RESET_TOKEN_TTL_SECONDS,
         maxAttempts: context.config.RESET_WORKER_MAX_ATTEMPTS,
       });
-      const started = startResetWorker(processor, {
-        intervalMs: context.config.RESET_WORKER_INTERVAL_MS,
-        logger: context.logger,
-        onPass: async () => {
+      const started = startPeriodicWorker(
+        "reset-worker",
+        context.config.RESET_WORKER_INTERVAL_MS,
+        async () => {
+          await processor.drain();
           const now = adapters.clock.now();
           if (now.getTime() - lastCleanup < TOKEN_CLEANUP_INTERVAL_MS) return;
           lastCleanup = now.getTime();
           await resets.forgetExpiredTokens(now);
         },
-      });
+        context.logger,
+      );
       worker = started;
       return [() => started.stop(), () => adapters.mailer.close()];
     },

@@ -104,30 +104,3 @@ export function createDeletionSweep(deps: DeletionSweepDeps) {
 }
 
 export type DeletionSweep = ReturnType<typeof createDeletionSweep>;
-
-/** Runs the sweep every intervalMs until stopped; a failing pass is logged and retried on the next tick. */
-export function startDeletionSweepWorker(
-  sweep: DeletionSweep,
-  options: { intervalMs: number; logger: Logger },
-): { stop(): Promise<void> } {
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
-  const tick = () => {
-    running = sweep
-      .runOnce()
-      .then(() => undefined)
-      .catch((err: unknown) => options.logger.error({ err }, "deletion sweep failed"))
-      .finally(() => {
-        if (!stopped) timer = setTimeout(tick, options.intervalMs);
-      });
-  };
-  timer = setTimeout(tick, 0);
-  return {
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
-  };
-}

@@ -1,10 +1,9 @@
-import type { Closer, startEventWorkers } from "@cgs/shared";
+import { startPeriodicWorker, type Closer, type startEventWorkers } from "@cgs/shared";
 import type { BillingContext } from "../app";
 import type { BillingDeps } from "../domain/billing-deps";
 import { meterRunningSessions, releaseExpiredHolds } from "../domain/metering";
 import { chargeStoragePeriods } from "../domain/storage-billing";
 import { billingEventHandlers } from "./billing-event-handlers";
-import { startPeriodicWorker } from "./periodic-worker";
 
 /**
  * Background work of one billing process: the outbox relay and the consumer of session and purge events,
