@@ -9,8 +9,10 @@ import {
   TEST_WEBHOOK_SECRET,
   type BillingTestService,
 } from "../testing/billing-harness";
-import { expectResponseMatchesContract } from "../testing/contract-check";
+import { createContractChecker } from "@cgs/shared/testing/contract";
 import { checkoutEvent } from "../testing/wallet-fixtures";
+
+const contract = createContractChecker();
 
 const stripe = new Stripe("sk_test_billing");
 const WEBHOOK = "/api/v1/billing/stripe-webhook";
@@ -46,7 +48,7 @@ describe("POST /api/v1/billing/stripe-webhook", () => {
     const res = await deliver(payload, sign(payload));
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ received: true });
-    await expectResponseMatchesContract("post", WEBHOOK, 200, res.body);
+    contract.assertResponse("POST", WEBHOOK, 200, res.body);
     // 2500 credited; the basic tier's 200 for this period is then settled from it.
     expect(await balanceOf(accountId)).toBe(2_300);
   });
@@ -70,7 +72,7 @@ describe("POST /api/v1/billing/stripe-webhook", () => {
       expect(res.status).toBe(400);
       expect(res.body.error).toBe("VALIDATION_ERROR");
       expect(res.body.message).toContain("Stripe-Signature");
-      await expectResponseMatchesContract("post", WEBHOOK, 400, res.body);
+      contract.assertResponse("POST", WEBHOOK, 400, res.body);
       expect(await ledgerCount()).toBe(before);
       expect(await balanceOf(accountId)).toBe(0);
     });
