@@ -2,6 +2,6 @@ import { defineConfig } from "drizzle-kit";
 
 export default defineConfig({
   dialect: "postgresql",
-  schema: ["../../shared/src/db/shared-tables.ts"],
+  schema: ["../../shared/src/db/shared-tables.ts", "./src/data/session-tables.ts"],
   out: "./drizzle",
 });

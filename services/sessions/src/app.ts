@@ -1,10 +1,35 @@
-import { createServiceApp, type ServiceContext } from "@cgs/shared";
+import express, { type Express } from "express";
+import { createServiceApp, errorHandler, type ServiceContext } from "@cgs/shared";
+import type { SimulatedCloudProvider } from "./cloud/simulated-cloud-provider";
+import type { SimulatedStreamingHost } from "./cloud/streaming-host";
 import type { SessionsConfig } from "./config";
 import type * as schema from "./data/schema";
+import type { SessionsAdapters } from "./domain/session-deps";
+import { sessionRoutes } from "./http/session-routes";
+import { simulatorRoutes } from "./http/simulator-routes";
 
 export type SessionsContext = ServiceContext<SessionsConfig, typeof schema>;
 
-/** The sessions service's HTTP surface; its /api/v1 routes arrive with the service's own issue. */
-export function createApp({ logger, verifier, database }: SessionsContext) {
-  return createServiceApp({ logger, verifier, database });
+export interface SessionsAppDeps extends SessionsAdapters {
+  /** Set when the simulators are in use and their control routes may be exposed. */
+  simulator?: { cloud: SimulatedCloudProvider; streamingHost?: SimulatedStreamingHost };
+}
+
+/** The sessions service's HTTP surface: /api/v1/sessions/* behind the service's own JWT check. */
+export function createApp(context: SessionsContext, adapters: SessionsAppDeps): Express {
+  const { config, logger, verifier, database } = context;
+  const deps = { ...adapters, db: database.db, config, logger };
+  const app = createServiceApp({ logger, verifier, database, routes: sessionRoutes(deps) });
+  const { simulator } = adapters;
+  if (!simulator || !config.SIMULATOR_CONTROL || config.NODE_ENV === "production") return app;
+  const outer = express();
+  outer.disable("x-powered-by");
+  outer.use(
+    "/internal/v1/simulator",
+    express.json(),
+    simulatorRoutes(simulator.cloud, simulator.streamingHost),
+  );
+  outer.use(app);
+  outer.use(errorHandler({ logger }));
+  return outer;
 }

@@ -1,9 +1,191 @@
-import { commonServiceEnv, databaseEnv } from "@cgs/shared";
+import { commonServiceEnv, databaseEnv, envBoolean, envInt, envList, envUrl, queueEnv } from "@cgs/shared";
 import { z } from "zod";
 
-export const sessionsConfigSchema = z.object({
-  ...commonServiceEnv(8101),
-  ...databaseEnv(),
-});
+const DEV_PIN_SECRET = "local-development-pin-secret-change-me";
+
+export const sessionsConfigSchema = z
+  .object({
+    ...commonServiceEnv(8101),
+    ...databaseEnv(),
+    ...queueEnv("cgs-sessions"),
+    ACCOUNTS_URL: envUrl()
+      .default("http://127.0.0.1:8103")
+      .describe("Base URL of the accounts service (internal account status and preferences)"),
+    BILLING_URL: envUrl()
+      .default("http://127.0.0.1:8102")
+      .describe("Base URL of the billing service (start authorization and hold release)"),
+    INTERNAL_CALL_TIMEOUT_MS: envInt(3_000, 1).describe(
+      "Timeout of a synchronous call to accounts or billing, in ms; past it start answers 503 UNAVAILABLE",
+    ),
+    SESSION_RATE_PER_MINUTE: envInt(10, 1).describe(
+      "Price of a running session per minute, in minor units (cents) of SESSION_CURRENCY",
+    ),
+    SESSION_CURRENCY: z
+      .string()
+      .regex(/^[A-Z]{3}$/, "must be an ISO 4217 code in upper case")
+      .default("USD")
+      .describe("Currency of SESSION_RATE_PER_MINUTE"),
+    SESSION_START_TIMEOUT_MS: envInt(600_000, 1).describe(
+      "A session still starting after this long is failed and its instance terminated, in ms",
+    ),
+    SESSION_IDLE_TIMEOUT_MINUTES: envInt(15, 1).describe(
+      "Idle timeout when the account's preferences carry none, in minutes",
+    ),
+    SESSION_ACTIVITY_GRANULARITY_MS: envInt(30_000, 0).describe(
+      "Poll/pair/connect calls refresh a session's last-activity time at most this often, in ms",
+    ),
+    IDLE_SWEEP_INTERVAL_MS: envInt(30_000, 10).describe("Pause between idle-timeout sweeps, in ms"),
+    RECONCILER_INTERVAL_MS: envInt(5_000, 10).describe("Pause between reconciler ticks, in ms"),
+    RECONCILER_BATCH_SIZE: envInt(1_000, 1).describe(
+      "Sessions one replica claims per reconciler tick (rows leased, then checked against the cloud in batches)",
+    ),
+    RECONCILER_DESCRIBE_GRACE_MS: envInt(30_000, 0).describe(
+      "A launched instance absent from DescribeInstances is only treated as lost after this long, in ms",
+    ),
+    RECONCILER_LEASE_MS: envInt(60_000, 100).describe(
+      "How long a reconciler claim on a session lasts before another replica may take it, in ms",
+    ),
+    CLOUD_PROVIDER: z
+      .enum(["simulator", "ec2"])
+      .optional()
+      .describe(
+        "Where instances and volumes run: simulator (in-process; the default outside production) or ec2",
+      ),
+    CLOUD_REGION: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("Region instances and volumes are created in; defaults to AWS_REGION"),
+    CLOUD_AVAILABILITY_ZONE: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "Availability zone of new account volumes (instances follow their volume); default <region>a",
+      ),
+    CLOUD_CAPACITY_RETRY_AFTER_SECONDS: envInt(30, 1).describe(
+      "Retry-After sent with 503 CLOUD_CAPACITY, in seconds",
+    ),
+    CLOUD_TAG_PREFIX: z
+      .string()
+      .min(1)
+      .default("cgs")
+      .describe("Prefix of the tags put on instances and volumes (<prefix>:session-id, <prefix>:account-id)"),
+    EC2_LAUNCH_TEMPLATE: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "EC2 launch template id (lt-...) or name; when unset EC2_AMI_ID and EC2_INSTANCE_TYPE are used",
+      ),
+    EC2_LAUNCH_TEMPLATE_VERSION: z
+      .string()
+      .min(1)
+      .default("$Default")
+      .describe("Launch template version ($Default, $Latest or a number)"),
+    EC2_AMI_ID: z.string().min(1).optional().describe("AMI of the streaming host when no launch template"),
+    EC2_INSTANCE_TYPE: z
+      .string()
+      .min(1)
+      .default("g4dn.xlarge")
+      .describe("Instance type when no launch template"),
+    EC2_SUBNET_ID: z.string().min(1).optional().describe("Subnet for instances (optional)"),
+    EC2_SECURITY_GROUP_IDS: envList([]).describe("Security groups for instances, comma-separated (optional)"),
+    EC2_VOLUME_TYPE: z.string().min(1).default("gp3").describe("EBS volume type of account volumes"),
+    EC2_VOLUME_DEVICE: z
+      .string()
+      .min(1)
+      .default("/dev/sdf")
+      .describe("Device name the account volume is attached as"),
+    EC2_PAGE_SIZE: envInt(1_000, 5).describe("MaxResults of each DescribeInstances page (5-1000)"),
+    SIMULATOR_BOOT_DELAY_MS: envInt(3_000, 0).describe(
+      "Cloud simulator: time from launch until an instance is running, in ms",
+    ),
+    SIMULATOR_HOST_READY_DELAY_MS: envInt(2_000, 0).describe(
+      "Streaming-host simulator: time from an instance running until its streaming host answers, in ms",
+    ),
+    SIMULATOR_PAGE_SIZE: envInt(1_000, 1).describe("Cloud simulator: instances per describe page"),
+    SIMULATOR_CONTROL: envBoolean(true).describe(
+      "Expose /internal/v1/simulator/* (fault injection) when the simulator is selected and NODE_ENV is not production",
+    ),
+    STREAMING_HOST: z
+      .enum(["simulator", "sunshine"])
+      .optional()
+      .describe(
+        "Streaming host adapter: simulator (in-process; the default outside production) or sunshine (HTTP API on each instance)",
+      ),
+    STREAMING_HOST_URL_TEMPLATE: z
+      .string()
+      .min(1)
+      .default("https://{ip}:47990")
+      .describe(
+        "Base URL of an instance's Sunshine API; {ip} is replaced by the instance's private-network IP",
+      ),
+    STREAMING_HOST_USERNAME: z.string().default("sunshine").describe("Sunshine API basic-auth user"),
+    STREAMING_HOST_PASSWORD: z.string().default("").describe("Sunshine API basic-auth password"),
+    STREAMING_PORT: envInt(47989, 1).describe("Port the streaming client connects to (answered by connect)"),
+    PAIRING_PIN_TTL_SECONDS: envInt(120, 10).describe("How long a pairing PIN is valid, in seconds"),
+    PAIRING_RETRY_ATTEMPTS: envInt(5, 1).describe(
+      "Attempts to hand a PIN to a streaming host that is coming up",
+    ),
+    PAIRING_RETRY_DELAY_MS: envInt(1_000, 0).describe("Pause between those attempts, in ms"),
+    PIN_HASH_SECRET: z
+      .string()
+      .min(16)
+      .optional()
+      .describe("HMAC key for stored pairing-PIN digests (required in production)"),
+    PRIVATE_NETWORK: z
+      .enum(["simulator", "tailscale"])
+      .optional()
+      .describe(
+        "Private-network adapter: simulator (in-process; the default outside production) or tailscale (API v2)",
+      ),
+    TAILSCALE_API_URL: envUrl().default("https://api.tailscale.com").describe("Tailscale API base URL"),
+    TAILSCALE_TAILNET: z
+      .string()
+      .min(1)
+      .default("-")
+      .describe('Tailnet name ("-" is the API key\'s default tailnet)'),
+    TAILSCALE_API_KEY: z.string().default("").describe("Tailscale API access token"),
+    VPN_KEY_TAGS: envList(["tag:cgs-client"]).describe("ACL tags of devices joined with a session's key"),
+    VPN_KEY_TTL_SECONDS: envInt(600, 60).describe(
+      "Lifetime of an ephemeral private-network auth key, in seconds",
+    ),
+    IDEMPOTENCY_TTL_HOURS: envInt(24, 1).describe(
+      "How long a start's Idempotency-Key is remembered, in hours",
+    ),
+  })
+  .transform((c, ctx) => {
+    const region = c.CLOUD_REGION ?? c.AWS_REGION;
+    if (c.NODE_ENV === "production") {
+      // A forgotten variable must not quietly run a production deployment on simulators.
+      for (const key of ["CLOUD_PROVIDER", "STREAMING_HOST", "PRIVATE_NETWORK"] as const) {
+        if (!c[key])
+          ctx.addIssue({ code: "custom", path: [key], message: "must be set explicitly in production" });
+      }
+      if (c.PRIVATE_NETWORK === "tailscale" && !c.TAILSCALE_API_KEY) {
+        ctx.addIssue({ code: "custom", path: ["TAILSCALE_API_KEY"], message: "is required with tailscale" });
+      }
+      if (!c.PIN_HASH_SECRET) {
+        ctx.addIssue({ code: "custom", path: ["PIN_HASH_SECRET"], message: "is required in production" });
+      }
+      if (c.CLOUD_PROVIDER === "ec2" && !c.EC2_LAUNCH_TEMPLATE && !c.EC2_AMI_ID) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["EC2_LAUNCH_TEMPLATE"],
+          message: "EC2_LAUNCH_TEMPLATE or EC2_AMI_ID is required",
+        });
+      }
+    }
+    return {
+      ...c,
+      CLOUD_PROVIDER: c.CLOUD_PROVIDER ?? "simulator",
+      STREAMING_HOST: c.STREAMING_HOST ?? "simulator",
+      PRIVATE_NETWORK: c.PRIVATE_NETWORK ?? "simulator",
+      CLOUD_REGION: region,
+      CLOUD_AVAILABILITY_ZONE: c.CLOUD_AVAILABILITY_ZONE ?? `${region}a`,
+      PIN_HASH_SECRET: c.PIN_HASH_SECRET ?? DEV_PIN_SECRET,
+    };
+  });
 
 export type SessionsConfig = z.output<typeof sessionsConfigSchema>;

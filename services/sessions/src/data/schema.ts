@@ -1,1 +1,2 @@
 export { outboxTable, processedEventsTable } from "@cgs/shared";
+export { idempotencyKeysTable, pairingPinsTable, sessionsTable, volumesTable } from "./session-tables";

@@ -1,0 +1,54 @@
+export type InstanceState = "pending" | "running" | "stopping" | "stopped" | "shutting-down" | "terminated";
+
+export interface CloudInstance {
+  instanceId: string;
+  sessionId: string;
+  accountId: string;
+  state: InstanceState;
+  publicIp: string | null;
+  privateIp: string | null;
+}
+
+export interface LaunchRequest {
+  accountId: string;
+  sessionId: string;
+  availabilityZone: string;
+}
+
+export interface CreateVolumeRequest {
+  accountId: string;
+  sizeGb: number;
+  availabilityZone: string;
+}
+
+export interface DescribeResult {
+  instances: CloudInstance[];
+  /** Cloud API calls the describe took (one per page). */
+  calls: number;
+}
+
+/** The region has no capacity for the instance (InsufficientInstanceCapacity and its kin): transient. */
+export class CloudCapacityError extends Error {
+  constructor(
+    message: string,
+    readonly cloudCode: string,
+  ) {
+    super(message);
+    this.name = "CloudCapacityError";
+  }
+}
+
+/** Instances and volumes of one region. Every instance and volume is tagged with its account and session. */
+export interface CloudProvider {
+  readonly region: string;
+  /** Runs one instance; idempotent per sessionId. Throws CloudCapacityError when the region is full. */
+  launchInstance(request: LaunchRequest): Promise<{ instanceId: string }>;
+  /** Instances tagged with any of these session ids, found by tag filter in pages (never one call per session). */
+  describeInstances(sessionIds: readonly string[]): Promise<DescribeResult>;
+  /** Idempotent: terminating an instance that is already gone succeeds. */
+  terminateInstance(instanceId: string): Promise<void>;
+  createVolume(request: CreateVolumeRequest): Promise<{ volumeId: string }>;
+  attachVolume(volumeId: string, instanceId: string): Promise<void>;
+  /** Idempotent: deleting a volume that is already gone succeeds. */
+  deleteVolume(volumeId: string): Promise<void>;
+}

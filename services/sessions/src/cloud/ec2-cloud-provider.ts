@@ -1,0 +1,217 @@
+import {
+  AttachVolumeCommand,
+  CreateVolumeCommand,
+  DeleteVolumeCommand,
+  DescribeInstancesCommand,
+  EC2Client,
+  RunInstancesCommand,
+  TerminateInstancesCommand,
+  type Instance,
+  type RunInstancesCommandInput,
+  type Tag,
+  type VolumeType,
+} from "@aws-sdk/client-ec2";
+import {
+  CloudCapacityError,
+  type CloudInstance,
+  type CloudProvider,
+  type CreateVolumeRequest,
+  type DescribeResult,
+  type InstanceState,
+  type LaunchRequest,
+} from "./cloud-provider";
+
+export interface Ec2Settings {
+  region: string;
+  /** Endpoint override (moto); unset in production. */
+  endpoint?: string;
+  tagPrefix: string;
+  launchTemplate?: string;
+  launchTemplateVersion?: string;
+  amiId?: string;
+  instanceType: string;
+  subnetId?: string;
+  securityGroupIds?: string[];
+  volumeType: string;
+  volumeDevice: string;
+  /** DescribeInstances MaxResults (5-1000). */
+  pageSize: number;
+}
+
+/** EC2's codes for "no capacity right now" (RunInstances), all transient from the user's point of view. */
+const CAPACITY_ERROR_CODES = new Set([
+  "InsufficientInstanceCapacity",
+  "InsufficientHostCapacity",
+  "InsufficientReservedInstanceCapacity",
+  "InsufficientCapacity",
+  "InsufficientCapacityOnOutpost",
+  "InstanceLimitExceeded",
+  "VcpuLimitExceeded",
+]);
+
+const NOT_FOUND_CODES = new Set(["InvalidInstanceID.NotFound", "InvalidVolume.NotFound"]);
+
+// EC2 accepts at most 200 values in one filter.
+const FILTER_VALUES_MAX = 200;
+
+function errorCode(err: unknown): string {
+  if (typeof err === "object" && err !== null) {
+    const e = err as { name?: unknown; Code?: unknown };
+    if (typeof e.Code === "string") return e.Code;
+    if (typeof e.name === "string") return e.name;
+  }
+  return "";
+}
+
+function tagValue(tags: Tag[] | undefined, key: string): string | undefined {
+  return tags?.find((t) => t.Key === key)?.Value;
+}
+
+export function createEc2Client(settings: Pick<Ec2Settings, "region" | "endpoint">): EC2Client {
+  return new EC2Client({
+    region: settings.region,
+    ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
+  });
+}
+
+/** CloudProvider on Amazon EC2 (or moto through an endpoint override). */
+export class Ec2CloudProvider implements CloudProvider {
+  readonly region: string;
+  private readonly sessionTag: string;
+  private readonly accountTag: string;
+  private readonly managedTag: string;
+
+  constructor(
+    private readonly settings: Ec2Settings,
+    private readonly ec2: EC2Client = createEc2Client(settings),
+  ) {
+    this.region = settings.region;
+    this.sessionTag = `${settings.tagPrefix}:session-id`;
+    this.accountTag = `${settings.tagPrefix}:account-id`;
+    this.managedTag = `${settings.tagPrefix}:managed-by`;
+  }
+
+  private tags(accountId: string, sessionId?: string): Tag[] {
+    return [
+      { Key: this.accountTag, Value: accountId },
+      ...(sessionId ? [{ Key: this.sessionTag, Value: sessionId }] : []),
+      { Key: this.managedTag, Value: "sessions" },
+    ];
+  }
+
+  async launchInstance(request: LaunchRequest): Promise<{ instanceId: string }> {
+    const s = this.settings;
+    const input: RunInstancesCommandInput = {
+      MinCount: 1,
+      MaxCount: 1,
+      // EC2's own idempotency: a retried launch for the same session returns the same instance.
+      ClientToken: request.sessionId,
+      Placement: { AvailabilityZone: request.availabilityZone },
+      TagSpecifications: [
+        { ResourceType: "instance", Tags: this.tags(request.accountId, request.sessionId) },
+      ],
+      ...(s.launchTemplate
+        ? {
+            LaunchTemplate: s.launchTemplate.startsWith("lt-")
+              ? { LaunchTemplateId: s.launchTemplate, Version: s.launchTemplateVersion }
+              : { LaunchTemplateName: s.launchTemplate, Version: s.launchTemplateVersion },
+          }
+        : { ImageId: s.amiId, InstanceType: s.instanceType as RunInstancesCommandInput["InstanceType"] }),
+      ...(s.subnetId ? { SubnetId: s.subnetId } : {}),
+      ...(s.securityGroupIds && s.securityGroupIds.length > 0
+        ? { SecurityGroupIds: s.securityGroupIds }
+        : {}),
+    };
+    try {
+      const out = await this.ec2.send(new RunInstancesCommand(input));
+      const instanceId = out.Instances?.[0]?.InstanceId;
+      if (!instanceId) throw new Error("RunInstances returned no instance");
+      return { instanceId };
+    } catch (err) {
+      const code = errorCode(err);
+      if (CAPACITY_ERROR_CODES.has(code)) {
+        throw new CloudCapacityError(`The region ${this.region} is out of capacity`, code);
+      }
+      throw err;
+    }
+  }
+
+  async describeInstances(sessionIds: readonly string[]): Promise<DescribeResult> {
+    const instances: CloudInstance[] = [];
+    let calls = 0;
+    for (let i = 0; i < sessionIds.length; i += FILTER_VALUES_MAX) {
+      const values = sessionIds.slice(i, i + FILTER_VALUES_MAX);
+      let nextToken: string | undefined;
+      do {
+        const out = await this.ec2.send(
+          new DescribeInstancesCommand({
+            Filters: [{ Name: `tag:${this.sessionTag}`, Values: [...values] }],
+            MaxResults: this.settings.pageSize,
+            NextToken: nextToken,
+          }),
+        );
+        calls += 1;
+        for (const reservation of out.Reservations ?? []) {
+          for (const instance of reservation.Instances ?? []) {
+            const mapped = this.toCloudInstance(instance);
+            if (mapped) instances.push(mapped);
+          }
+        }
+        nextToken = out.NextToken || undefined;
+      } while (nextToken);
+    }
+    return { instances, calls };
+  }
+
+  private toCloudInstance(instance: Instance): CloudInstance | undefined {
+    const sessionId = tagValue(instance.Tags, this.sessionTag);
+    if (!instance.InstanceId || !sessionId) return undefined;
+    return {
+      instanceId: instance.InstanceId,
+      sessionId,
+      accountId: tagValue(instance.Tags, this.accountTag) ?? "",
+      state: (instance.State?.Name ?? "pending") as InstanceState,
+      publicIp: instance.PublicIpAddress ?? null,
+      privateIp: instance.PrivateIpAddress ?? null,
+    };
+  }
+
+  async terminateInstance(instanceId: string): Promise<void> {
+    try {
+      await this.ec2.send(new TerminateInstancesCommand({ InstanceIds: [instanceId] }));
+    } catch (err) {
+      if (!NOT_FOUND_CODES.has(errorCode(err))) throw err;
+    }
+  }
+
+  async createVolume(request: CreateVolumeRequest): Promise<{ volumeId: string }> {
+    const out = await this.ec2.send(
+      new CreateVolumeCommand({
+        AvailabilityZone: request.availabilityZone,
+        Size: request.sizeGb,
+        VolumeType: this.settings.volumeType as VolumeType,
+        TagSpecifications: [{ ResourceType: "volume", Tags: this.tags(request.accountId) }],
+      }),
+    );
+    if (!out.VolumeId) throw new Error("CreateVolume returned no volume id");
+    return { volumeId: out.VolumeId };
+  }
+
+  async attachVolume(volumeId: string, instanceId: string): Promise<void> {
+    await this.ec2.send(
+      new AttachVolumeCommand({
+        VolumeId: volumeId,
+        InstanceId: instanceId,
+        Device: this.settings.volumeDevice,
+      }),
+    );
+  }
+
+  async deleteVolume(volumeId: string): Promise<void> {
+    try {
+      await this.ec2.send(new DeleteVolumeCommand({ VolumeId: volumeId }));
+    } catch (err) {
+      if (!NOT_FOUND_CODES.has(errorCode(err))) throw err;
+    }
+  }
+}

@@ -1,0 +1,115 @@
+import { startSunshineStandIn, startTailscaleStandIn } from "../testing/streaming-stand-ins";
+import { TailscalePrivateNetwork } from "./private-network";
+import { SunshineStreamingHost } from "./streaming-host";
+
+describe("SunshineStreamingHost over HTTP", () => {
+  it("when the host answers, then readiness is true and the PIN reaches POST /api/pin with basic auth", async () => {
+    const sunshine = await startSunshineStandIn({ username: "admin", password: "s3cret" });
+    try {
+      const port = new URL(sunshine.url).port;
+      const host = new SunshineStreamingHost({
+        urlTemplate: `http://{ip}:${port}`,
+        username: "admin",
+        password: "s3cret",
+        timeoutMs: 2_000,
+      });
+      expect(await host.isReady("127.0.0.1")).toBe(true);
+      await host.submitPin("127.0.0.1", "0427", "cgs-client");
+      expect(sunshine.pins).toEqual([{ pin: "0427", name: "cgs-client" }]);
+      expect(sunshine.requests.at(-1)).toMatchObject({ method: "POST", path: "/api/pin" });
+    } finally {
+      await sunshine.close();
+    }
+  });
+
+  it("when the credentials are wrong or the host is still coming up, then readiness is false and the PIN is refused", async () => {
+    const sunshine = await startSunshineStandIn({ username: "admin", password: "right" });
+    try {
+      const port = new URL(sunshine.url).port;
+      const wrong = new SunshineStreamingHost({
+        urlTemplate: `http://{ip}:${port}`,
+        username: "admin",
+        password: "wrong",
+        timeoutMs: 2_000,
+      });
+      expect(await wrong.isReady("127.0.0.1")).toBe(false);
+      await expect(wrong.submitPin("127.0.0.1", "1234", "c")).rejects.toThrow(/401/);
+      sunshine.refuseNext = 1;
+      const right = new SunshineStreamingHost({
+        urlTemplate: `http://{ip}:${port}`,
+        username: "admin",
+        password: "right",
+        timeoutMs: 2_000,
+      });
+      expect(await right.isReady("127.0.0.1")).toBe(false);
+      expect(await right.isReady("127.0.0.1")).toBe(true);
+    } finally {
+      await sunshine.close();
+    }
+  });
+
+  it("when nothing listens at the host address, then readiness is false", async () => {
+    const host = new SunshineStreamingHost({
+      urlTemplate: "http://{ip}:9",
+      username: "u",
+      password: "p",
+      timeoutMs: 500,
+    });
+    expect(await host.isReady("127.0.0.1")).toBe(false);
+  });
+});
+
+describe("TailscalePrivateNetwork over HTTP", () => {
+  it("when a key is asked for, then it posts a single-use, ephemeral, pre-authorized, tagged key request with its expiry", async () => {
+    const tailscale = await startTailscaleStandIn({ apiKey: "tskey-api-test" });
+    try {
+      const network = new TailscalePrivateNetwork({
+        apiUrl: tailscale.url,
+        tailnet: "example.com",
+        apiKey: "tskey-api-test",
+        timeoutMs: 2_000,
+      });
+      const before = Date.now();
+      const key = await network.createAuthKey({
+        tags: ["tag:cgs-client"],
+        expirySeconds: 600,
+        description: "cgs-session-1234",
+      });
+      expect(key.key).toMatch(/^tskey-auth-/);
+      expect(key.expiresAt.getTime()).toBeGreaterThanOrEqual(before + 599_000);
+      expect(tailscale.keys).toEqual([
+        {
+          tailnet: "example.com",
+          body: {
+            capabilities: {
+              devices: {
+                create: { reusable: false, ephemeral: true, preauthorized: true, tags: ["tag:cgs-client"] },
+              },
+            },
+            expirySeconds: 600,
+            description: "cgs-session-1234",
+          },
+        },
+      ]);
+    } finally {
+      await tailscale.close();
+    }
+  });
+
+  it("when the API key is refused, then key creation fails", async () => {
+    const tailscale = await startTailscaleStandIn({ apiKey: "right" });
+    try {
+      const network = new TailscalePrivateNetwork({
+        apiUrl: tailscale.url,
+        tailnet: "-",
+        apiKey: "wrong",
+        timeoutMs: 2_000,
+      });
+      await expect(
+        network.createAuthKey({ tags: ["tag:x"], expirySeconds: 60, description: "d" }),
+      ).rejects.toThrow(/401/);
+    } finally {
+      await tailscale.close();
+    }
+  });
+});

@@ -1,0 +1,158 @@
+import type { Logger } from "pino";
+import { startEventWorkers, type Closer, type OpenedDatabase } from "@cgs/shared";
+import { createAccountsClient } from "./clients/accounts-client";
+import { createBillingClient } from "./clients/billing-client";
+import type { CloudProvider } from "./cloud/cloud-provider";
+import { Ec2CloudProvider } from "./cloud/ec2-cloud-provider";
+import {
+  SimulatedPrivateNetwork,
+  TailscalePrivateNetwork,
+  type PrivateNetwork,
+} from "./cloud/private-network";
+import { SimulatedCloudProvider } from "./cloud/simulated-cloud-provider";
+import { SimulatedStreamingHost, SunshineStreamingHost, type StreamingHost } from "./cloud/streaming-host";
+import type { SessionsAppDeps } from "./app";
+import type { SessionsConfig } from "./config";
+import type * as schema from "./data/schema";
+import { sessionEventHandlers } from "./domain/event-handlers";
+import { sweepIdleSessions } from "./domain/idle-sweep";
+import { Reconciler } from "./domain/reconciler";
+import type { SessionsDomainDeps } from "./domain/session-deps";
+
+/** Picks every adapter from config: simulators by default, EC2 / Sunshine / Tailscale when configured. */
+export function buildAdapters(config: SessionsConfig): SessionsAppDeps {
+  let cloud: CloudProvider;
+  let simulatedCloud: SimulatedCloudProvider | undefined;
+  if (config.CLOUD_PROVIDER === "ec2") {
+    cloud = new Ec2CloudProvider({
+      region: config.CLOUD_REGION,
+      endpoint: config.AWS_ENDPOINT_URL,
+      tagPrefix: config.CLOUD_TAG_PREFIX,
+      launchTemplate: config.EC2_LAUNCH_TEMPLATE,
+      launchTemplateVersion: config.EC2_LAUNCH_TEMPLATE_VERSION,
+      amiId: config.EC2_AMI_ID,
+      instanceType: config.EC2_INSTANCE_TYPE,
+      subnetId: config.EC2_SUBNET_ID,
+      securityGroupIds: config.EC2_SECURITY_GROUP_IDS,
+      volumeType: config.EC2_VOLUME_TYPE,
+      volumeDevice: config.EC2_VOLUME_DEVICE,
+      pageSize: config.EC2_PAGE_SIZE,
+    });
+  } else {
+    simulatedCloud = new SimulatedCloudProvider({
+      region: config.CLOUD_REGION,
+      bootDelayMs: config.SIMULATOR_BOOT_DELAY_MS,
+      pageSize: config.SIMULATOR_PAGE_SIZE,
+    });
+    cloud = simulatedCloud;
+  }
+  let streamingHost: StreamingHost;
+  let simulatedHost: SimulatedStreamingHost | undefined;
+  if (config.STREAMING_HOST === "sunshine") {
+    streamingHost = new SunshineStreamingHost({
+      urlTemplate: config.STREAMING_HOST_URL_TEMPLATE,
+      username: config.STREAMING_HOST_USERNAME,
+      password: config.STREAMING_HOST_PASSWORD,
+      timeoutMs: config.INTERNAL_CALL_TIMEOUT_MS,
+    });
+  } else {
+    simulatedHost = new SimulatedStreamingHost({ readyDelayMs: config.SIMULATOR_HOST_READY_DELAY_MS });
+    streamingHost = simulatedHost;
+  }
+  const privateNetwork: PrivateNetwork =
+    config.PRIVATE_NETWORK === "tailscale"
+      ? new TailscalePrivateNetwork({
+          apiUrl: config.TAILSCALE_API_URL,
+          tailnet: config.TAILSCALE_TAILNET,
+          apiKey: config.TAILSCALE_API_KEY,
+          timeoutMs: config.INTERNAL_CALL_TIMEOUT_MS,
+        })
+      : new SimulatedPrivateNetwork();
+  const timeoutMs = config.INTERNAL_CALL_TIMEOUT_MS;
+  return {
+    cloud,
+    streamingHost,
+    privateNetwork,
+    accounts: createAccountsClient({ baseUrl: config.ACCOUNTS_URL, timeoutMs }),
+    billing: createBillingClient({ baseUrl: config.BILLING_URL, timeoutMs }),
+    ...(simulatedCloud ? { simulator: { cloud: simulatedCloud, streamingHost: simulatedHost } } : {}),
+  };
+}
+
+export function reconcilerFor(deps: SessionsDomainDeps): Reconciler {
+  const { config } = deps;
+  return new Reconciler(deps, {
+    batchSize: config.RECONCILER_BATCH_SIZE,
+    leaseMs: config.RECONCILER_LEASE_MS,
+    startTimeoutMs: config.SESSION_START_TIMEOUT_MS,
+    describeGraceMs: config.RECONCILER_DESCRIBE_GRACE_MS,
+  });
+}
+
+/** Runs `work` every `intervalMs` (after the previous run finished) until the closer is called. */
+export function startLoop(
+  name: string,
+  intervalMs: number,
+  work: () => Promise<unknown>,
+  logger: Logger,
+): Closer {
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> = Promise.resolve();
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      running = work()
+        .then(
+          () => undefined,
+          (err: unknown) => logger.error({ err, worker: name }, "worker pass failed"),
+        )
+        .finally(schedule);
+    }, intervalMs);
+  };
+  schedule();
+  return async () => {
+    stopped = true;
+    clearTimeout(timer);
+    await running;
+  };
+}
+
+export interface SessionsWorkerOptions {
+  events?: boolean;
+}
+
+/** The event consumer and outbox relay, the reconciler and the idle sweep; closers for runService's drain. */
+export async function startSessionsWorkers(
+  deps: SessionsDomainDeps,
+  database: OpenedDatabase<typeof schema>,
+  options: SessionsWorkerOptions = {},
+): Promise<Closer[]> {
+  const { config, logger } = deps;
+  const closers: Closer[] = [];
+  if (options.events !== false) {
+    const events = await startEventWorkers({
+      config,
+      db: database.db,
+      logger,
+      handlers: sessionEventHandlers(config.QUEUE_NAME_PREFIX),
+    });
+    closers.push(...events.closers);
+  }
+  const reconciler = reconcilerFor(deps);
+  const log = logger.child({ component: "reconciler" });
+  closers.unshift(
+    startLoop(
+      "reconciler",
+      config.RECONCILER_INTERVAL_MS,
+      async () => {
+        const report = await reconciler.tick();
+        if (Object.keys(report.transitions).length > 0 || report.volumesDeleted > 0)
+          log.info(report, "reconciled");
+      },
+      log,
+    ),
+    startLoop("idle-sweep", config.IDLE_SWEEP_INTERVAL_MS, () => sweepIdleSessions(deps), logger),
+  );
+  return closers;
+}

@@ -1,0 +1,263 @@
+import { and, desc, eq, inArray, isNotNull, isNull, lt, or, sql } from "drizzle-orm";
+import type { Database, Transaction } from "@cgs/shared";
+import type * as schema from "./schema";
+import {
+  activeStates,
+  idempotencyKeysTable,
+  pairingPinsTable,
+  sessionsTable,
+  volumesTable,
+  type SessionRow,
+  type StoredSessionState,
+  type VolumeRow,
+} from "./session-tables";
+
+export type SessionsDb = Database<typeof schema>;
+export type SessionsTx = Transaction<typeof schema>;
+type Executor = SessionsDb | SessionsTx;
+
+/** True for PostgreSQL's unique_violation, whether raw or wrapped by drizzle. */
+export function isUniqueViolation(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 4; depth += 1) {
+    if ((e as { code?: unknown }).code === "23505") return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+export async function findLatestSession(db: Executor, accountId: string): Promise<SessionRow | undefined> {
+  const rows = await db
+    .select()
+    .from(sessionsTable)
+    .where(eq(sessionsTable.accountId, accountId))
+    .orderBy(desc(sessionsTable.createdAt))
+    .limit(1);
+  return rows[0];
+}
+
+export async function findActiveSession(
+  db: Executor,
+  accountId: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<SessionRow | undefined> {
+  const query = db
+    .select()
+    .from(sessionsTable)
+    .where(and(eq(sessionsTable.accountId, accountId), inArray(sessionsTable.state, [...activeStates])))
+    .limit(1);
+  const rows = options.forUpdate ? await query.for("update") : await query;
+  return rows[0];
+}
+
+export async function findSession(db: Executor, id: string): Promise<SessionRow | undefined> {
+  const rows = await db.select().from(sessionsTable).where(eq(sessionsTable.id, id)).limit(1);
+  return rows[0];
+}
+
+export type NewSession = typeof sessionsTable.$inferInsert;
+
+/** Inserts a starting session; undefined when the account already has an active one (the partial unique index). */
+export async function insertStartingSession(
+  db: Executor,
+  values: NewSession,
+): Promise<SessionRow | undefined> {
+  try {
+    const rows = await db.insert(sessionsTable).values(values).returning();
+    return rows[0];
+  } catch (err) {
+    if (isUniqueViolation(err)) return undefined;
+    throw err;
+  }
+}
+
+export async function deleteSession(db: Executor, id: string): Promise<void> {
+  await db.delete(sessionsTable).where(eq(sessionsTable.id, id));
+}
+
+/** Applies `changes` only while the session is still in `expected`; undefined when it moved on meanwhile. */
+export async function updateSessionIf(
+  db: Executor,
+  id: string,
+  expected: StoredSessionState | readonly StoredSessionState[],
+  changes: Partial<NewSession>,
+): Promise<SessionRow | undefined> {
+  const states = typeof expected === "string" ? [expected] : [...expected];
+  const rows = await db
+    .update(sessionsTable)
+    .set({ ...changes, updatedAt: new Date() })
+    .where(and(eq(sessionsTable.id, id), inArray(sessionsTable.state, states)))
+    .returning();
+  return rows[0];
+}
+
+/** Records activity at most once per `granularityMs`, so frequent polls cost no writes. */
+export async function touchActivity(db: Executor, session: SessionRow, granularityMs: number): Promise<void> {
+  if (Date.now() - session.lastActivityAt.getTime() < granularityMs) return;
+  await db.update(sessionsTable).set({ lastActivityAt: new Date() }).where(eq(sessionsTable.id, session.id));
+}
+
+/**
+ * Leases up to `limit` active sessions whose lease is free to `owner` for `leaseMs`. SKIP LOCKED plus the
+ * lease keeps replicas off each other's sessions, and a crashed replica's lease simply runs out.
+ */
+export async function claimActiveSessions(
+  db: SessionsDb,
+  owner: string,
+  limit: number,
+  leaseMs: number,
+): Promise<SessionRow[]> {
+  const free = db
+    .select({ id: sessionsTable.id })
+    .from(sessionsTable)
+    .where(
+      and(
+        inArray(sessionsTable.state, [...activeStates]),
+        or(isNull(sessionsTable.leaseUntil), lt(sessionsTable.leaseUntil, sql`now()`)),
+      ),
+    )
+    .orderBy(sql`${sessionsTable.leaseUntil} asc nulls first`)
+    .limit(limit)
+    .for("update", { skipLocked: true });
+  return db
+    .update(sessionsTable)
+    .set({
+      leaseUntil: sql`now() + make_interval(secs => ${leaseMs / 1000})`,
+      leaseOwner: owner,
+    })
+    .where(inArray(sessionsTable.id, free))
+    .returning();
+}
+
+export async function releaseLeases(db: SessionsDb, owner: string, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .update(sessionsTable)
+    // An expired lease rather than none: claims take the longest-unvisited sessions first, so a batch
+    // smaller than the fleet still visits every session in turn.
+    .set({ leaseUntil: sql`now()`, leaseOwner: null })
+    .where(and(inArray(sessionsTable.id, ids), eq(sessionsTable.leaseOwner, owner)));
+}
+
+/** Running sessions with no activity for their idle timeout. */
+export async function findIdleSessions(db: SessionsDb, limit: number): Promise<SessionRow[]> {
+  return db
+    .select()
+    .from(sessionsTable)
+    .where(
+      and(
+        eq(sessionsTable.state, "running"),
+        lt(
+          sessionsTable.lastActivityAt,
+          sql`now() - make_interval(mins => ${sessionsTable.idleTimeoutMinutes})`,
+        ),
+      ),
+    )
+    .limit(limit);
+}
+
+// ---------- volumes ----------
+
+export async function findVolume(db: Executor, accountId: string): Promise<VolumeRow | undefined> {
+  const rows = await db.select().from(volumesTable).where(eq(volumesTable.accountId, accountId)).limit(1);
+  return rows[0];
+}
+
+/** Saves a newly created volume; returns the row that won when another start created one first. */
+export async function saveVolume(db: Executor, volume: typeof volumesTable.$inferInsert): Promise<VolumeRow> {
+  const inserted = await db.insert(volumesTable).values(volume).onConflictDoNothing().returning();
+  if (inserted[0]) return inserted[0];
+  const existing = await findVolume(db, volume.accountId);
+  if (!existing) throw new Error("volume row vanished");
+  return existing;
+}
+
+export async function requestVolumeDeletion(db: Executor, accountId: string): Promise<void> {
+  await db
+    .update(volumesTable)
+    .set({ deleteRequestedAt: new Date() })
+    .where(and(eq(volumesTable.accountId, accountId), isNull(volumesTable.deleteRequestedAt)));
+}
+
+export async function volumesPendingDeletion(db: SessionsDb, limit: number): Promise<VolumeRow[]> {
+  return db.select().from(volumesTable).where(isNotNull(volumesTable.deleteRequestedAt)).limit(limit);
+}
+
+export async function deleteVolumeRow(db: Executor, accountId: string): Promise<void> {
+  await db.delete(volumesTable).where(eq(volumesTable.accountId, accountId));
+}
+
+// ---------- idempotency keys ----------
+
+/**
+ * Claims (accountId, key) for a new start. Returns "claimed", or the stored response of an earlier start
+ * (`null` while that one is still in flight). A key older than the TTL is reclaimed.
+ */
+export async function claimIdempotencyKey(
+  db: SessionsDb,
+  accountId: string,
+  key: string,
+  ttlHours: number,
+): Promise<{ claimed: true } | { claimed: false; response: unknown }> {
+  const claimed = await db
+    .insert(idempotencyKeysTable)
+    .values({ accountId, key })
+    .onConflictDoUpdate({
+      target: [idempotencyKeysTable.accountId, idempotencyKeysTable.key],
+      set: { response: null, createdAt: sql`now()` },
+      where: lt(idempotencyKeysTable.createdAt, sql`now() - make_interval(hours => ${ttlHours})`),
+    })
+    .returning({ key: idempotencyKeysTable.key });
+  if (claimed.length > 0) return { claimed: true };
+  const rows = await db
+    .select({ response: idempotencyKeysTable.response })
+    .from(idempotencyKeysTable)
+    .where(and(eq(idempotencyKeysTable.accountId, accountId), eq(idempotencyKeysTable.key, key)))
+    .limit(1);
+  return { claimed: false, response: rows[0]?.response ?? null };
+}
+
+export async function saveIdempotentResponse(
+  db: SessionsDb,
+  accountId: string,
+  key: string,
+  response: unknown,
+): Promise<void> {
+  await db
+    .update(idempotencyKeysTable)
+    .set({ response })
+    .where(and(eq(idempotencyKeysTable.accountId, accountId), eq(idempotencyKeysTable.key, key)));
+}
+
+export async function forgetIdempotencyKey(db: SessionsDb, accountId: string, key: string): Promise<void> {
+  await db
+    .delete(idempotencyKeysTable)
+    .where(and(eq(idempotencyKeysTable.accountId, accountId), eq(idempotencyKeysTable.key, key)));
+}
+
+/** Keys older than the TTL are answered as new anyway; this only reclaims their rows. */
+export async function deleteExpiredIdempotencyKeys(db: SessionsDb, ttlHours: number): Promise<void> {
+  await db
+    .delete(idempotencyKeysTable)
+    .where(lt(idempotencyKeysTable.createdAt, sql`now() - make_interval(hours => ${ttlHours})`));
+}
+
+// ---------- pairing PINs ----------
+
+export async function savePinDigest(
+  db: Executor,
+  sessionId: string,
+  pinDigest: string,
+  expiresAt: Date,
+): Promise<void> {
+  await db
+    .insert(pairingPinsTable)
+    .values({ sessionId, pinDigest, expiresAt })
+    .onConflictDoUpdate({
+      target: pairingPinsTable.sessionId,
+      set: { pinDigest, expiresAt, createdAt: sql`now()` },
+    });
+}
+
+export async function deleteExpiredPins(db: SessionsDb): Promise<void> {
+  await db.delete(pairingPinsTable).where(lt(pairingPinsTable.expiresAt, sql`now()`));
+}

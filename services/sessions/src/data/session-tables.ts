@@ -1,0 +1,103 @@
+import { sql } from "drizzle-orm";
+import {
+  boolean,
+  check,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from "drizzle-orm/pg-core";
+
+export const sessionStates = ["starting", "running", "stopping", "stopped", "failed"] as const;
+export type StoredSessionState = (typeof sessionStates)[number];
+export const activeStates: readonly StoredSessionState[] = ["starting", "running", "stopping"];
+
+/**
+ * One row per started session. At most one active (starting, running, stopping) row per account, enforced
+ * by a partial unique index so concurrent starts cannot both win. `lease_until`/`lease_owner` are the
+ * reconciler's claim, so several replicas never handle the same session at once.
+ */
+export const sessionsTable = pgTable(
+  "sessions",
+  {
+    id: uuid("id").primaryKey(),
+    accountId: text("account_id").notNull(),
+    state: text("state").$type<StoredSessionState>().notNull(),
+    region: text("region").notNull(),
+    instanceId: text("instance_id"),
+    publicIp: text("public_ip"),
+    privateNetIp: text("private_net_ip"),
+    ready: boolean("ready").notNull().default(false),
+    message: text("message"),
+    volumeId: text("volume_id"),
+    volumeAttached: boolean("volume_attached").notNull().default(false),
+    ratePerMinute: integer("rate_per_minute").notNull(),
+    currency: text("currency").notNull(),
+    authorizationId: text("authorization_id"),
+    idleTimeoutMinutes: integer("idle_timeout_minutes").notNull(),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    /** When the instance was launched and metering began (session.started); null before. */
+    startedAt: timestamp("started_at", { withTimezone: true }),
+    runningAt: timestamp("running_at", { withTimezone: true }),
+    stoppedAt: timestamp("stopped_at", { withTimezone: true }),
+    stopReason: text("stop_reason"),
+    endedAt: timestamp("ended_at", { withTimezone: true }),
+    lastActivityAt: timestamp("last_activity_at", { withTimezone: true }).notNull().defaultNow(),
+    leaseUntil: timestamp("lease_until", { withTimezone: true }),
+    leaseOwner: text("lease_owner"),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex("sessions_one_active_per_account")
+      .on(t.accountId)
+      .where(sql`${t.state} in ('starting', 'running', 'stopping')`),
+    index("sessions_account_created_idx").on(t.accountId, t.createdAt),
+    index("sessions_active_lease_idx")
+      .on(t.leaseUntil)
+      .where(sql`${t.state} in ('starting', 'running', 'stopping')`),
+    check(
+      "sessions_state_check",
+      sql`${t.state} in ('starting', 'running', 'stopping', 'stopped', 'failed')`,
+    ),
+    check("sessions_rate_check", sql`${t.ratePerMinute} >= 0`),
+  ],
+);
+
+/** The account's storage volume: created on first start, kept across sessions, deleted on account purge. */
+export const volumesTable = pgTable("volumes", {
+  accountId: text("account_id").primaryKey(),
+  volumeId: text("volume_id").notNull(),
+  region: text("region").notNull(),
+  availabilityZone: text("availability_zone").notNull(),
+  sizeGb: integer("size_gb").notNull(),
+  createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  deleteRequestedAt: timestamp("delete_requested_at", { withTimezone: true }),
+});
+
+/** The first successful answer to a start carrying an Idempotency-Key; `response` is null while in flight. */
+export const idempotencyKeysTable = pgTable(
+  "idempotency_keys",
+  {
+    accountId: text("account_id").notNull(),
+    key: text("key").notNull(),
+    response: jsonb("response"),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.key] })],
+);
+
+/** The current pairing PIN of a session, kept only as an HMAC digest. */
+export const pairingPinsTable = pgTable("pairing_pins", {
+  sessionId: uuid("session_id").primaryKey(),
+  pinDigest: text("pin_digest").notNull(),
+  expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+  createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+});
+
+export type SessionRow = typeof sessionsTable.$inferSelect;
+export type VolumeRow = typeof volumesTable.$inferSelect;

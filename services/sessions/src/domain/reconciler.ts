@@ -1,0 +1,249 @@
+import { randomUUID } from "node:crypto";
+import type { CloudInstance } from "../cloud/cloud-provider";
+import {
+  claimActiveSessions,
+  deleteVolumeRow,
+  findActiveSession,
+  releaseLeases,
+  updateSessionIf,
+  volumesPendingDeletion,
+} from "../data/session-repository";
+import type { SessionRow } from "../data/session-tables";
+import { publishSessionFailed } from "./session-events";
+import type { SessionsDomainDeps } from "./session-deps";
+
+export interface ReconcilerSettings {
+  /** Identifies this replica's leases. */
+  owner?: string;
+  batchSize: number;
+  leaseMs: number;
+  startTimeoutMs: number;
+  /** A launched instance missing from describe within this long is not yet "lost" (eventual consistency). */
+  describeGraceMs: number;
+  /** Sessions handled at once within a tick (their per-transition calls: attach, probe, terminate). */
+  concurrency?: number;
+}
+
+export interface TickReport {
+  claimed: number;
+  cloudCalls: number;
+  transitions: Record<string, number>;
+  volumesDeleted: number;
+  durationMs: number;
+}
+
+type Transition = "running" | "ready" | "failed" | "stopped" | "terminated";
+
+/**
+ * Moves sessions along their states from what the cloud says. Each tick leases a batch of active sessions
+ * (so replicas never handle the same one), describes their instances in batches by tag filter, and acts
+ * only on sessions whose state must change.
+ */
+export class Reconciler {
+  private readonly owner: string;
+
+  constructor(
+    private readonly deps: SessionsDomainDeps,
+    private readonly settings: ReconcilerSettings,
+  ) {
+    this.owner = settings.owner ?? `reconciler-${randomUUID()}`;
+  }
+
+  async tick(): Promise<TickReport> {
+    const began = Date.now();
+    const report: TickReport = {
+      claimed: 0,
+      cloudCalls: 0,
+      transitions: {},
+      volumesDeleted: 0,
+      durationMs: 0,
+    };
+    const { db } = this.deps;
+    const rows = await claimActiveSessions(db, this.owner, this.settings.batchSize, this.settings.leaseMs);
+    report.claimed = rows.length;
+    try {
+      const launched = rows.filter((r) => r.instanceId);
+      const byInstance = new Map<string, CloudInstance>();
+      if (launched.length > 0) {
+        const described = await this.deps.cloud.describeInstances(launched.map((r) => r.id));
+        report.cloudCalls += described.calls;
+        for (const instance of described.instances) byInstance.set(instance.instanceId, instance);
+      }
+      const note = (t: Transition | undefined) => {
+        if (t) report.transitions[t] = (report.transitions[t] ?? 0) + 1;
+      };
+      await forEachLimited(rows, this.settings.concurrency ?? 16, async (row) => {
+        try {
+          const { transition, calls } = await this.reconcile(
+            row,
+            row.instanceId ? byInstance.get(row.instanceId) : undefined,
+          );
+          report.cloudCalls += calls;
+          note(transition);
+        } catch (err) {
+          this.deps.logger.error(
+            { err, sessionId: row.id },
+            "reconciling a session failed; retried next tick",
+          );
+        }
+      });
+    } finally {
+      await releaseLeases(
+        db,
+        this.owner,
+        rows.map((r) => r.id),
+      );
+    }
+    report.volumesDeleted = await this.deletePurgedVolumes(report);
+    report.durationMs = Date.now() - began;
+    return report;
+  }
+
+  private async reconcile(
+    row: SessionRow,
+    instance: CloudInstance | undefined,
+  ): Promise<{ transition?: Transition; calls: number }> {
+    const now = Date.now();
+    const { cloud } = this.deps;
+    const since = (d: Date | null) => now - (d ?? row.createdAt).getTime();
+    const timedOut = since(row.createdAt) > this.settings.startTimeoutMs;
+    const missing = !instance && since(row.startedAt) > this.settings.describeGraceMs;
+    const gone = instance?.state === "terminated" || instance?.state === "shutting-down";
+
+    if (row.state === "stopping") {
+      if (!row.instanceId) {
+        // A start still launching settles this itself; only an abandoned one is closed here.
+        return timedOut ? { transition: await this.close(row), calls: 0 } : { calls: 0 };
+      }
+      if (instance?.state === "terminated" || missing) {
+        return { transition: await this.close(row), calls: 0 };
+      }
+      if (instance && instance.state !== "shutting-down") {
+        await cloud.terminateInstance(row.instanceId);
+        return { transition: "terminated", calls: 1 };
+      }
+      return { calls: 0 };
+    }
+
+    if (row.state === "starting") {
+      if (!row.instanceId) {
+        return timedOut
+          ? {
+              transition: await this.fail(row, "launch_timeout", "The instance could not be launched"),
+              calls: 0,
+            }
+          : { calls: 0 };
+      }
+      if (missing || gone || (instance && instance.state !== "pending" && instance.state !== "running")) {
+        if (instance && !gone) await cloud.terminateInstance(instance.instanceId);
+        return {
+          transition: await this.fail(row, "instance_lost", "The instance was lost while starting"),
+          calls: instance && !gone ? 1 : 0,
+        };
+      }
+      if (!instance || instance.state === "pending") {
+        if (!timedOut) return { calls: 0 };
+        await cloud.terminateInstance(row.instanceId);
+        const minutes = Math.round(this.settings.startTimeoutMs / 60_000);
+        const message = `The instance did not start within ${minutes || 1} minute(s)`;
+        return { transition: await this.fail(row, "start_timeout", message), calls: 1 };
+      }
+      let calls = 0;
+      if (row.volumeId && !row.volumeAttached) {
+        calls += 1;
+        try {
+          await cloud.attachVolume(row.volumeId, row.instanceId);
+        } catch (err) {
+          if (!timedOut) throw err;
+          await cloud.terminateInstance(row.instanceId);
+          const message = "The game library volume could not be attached";
+          return { transition: await this.fail(row, "volume_attach_failed", message), calls: calls + 1 };
+        }
+      }
+      // Probing before the write lets a host that is already up go straight to ready in one update.
+      const ready = instance.privateIp ? await this.deps.streamingHost.isReady(instance.privateIp) : false;
+      const running = await updateSessionIf(this.deps.db, row.id, "starting", {
+        state: "running",
+        publicIp: instance.publicIp,
+        privateNetIp: instance.privateIp,
+        volumeAttached: row.volumeId ? true : row.volumeAttached,
+        runningAt: new Date(),
+        ready,
+      });
+      if (!running) return { calls };
+      return { transition: ready ? "ready" : "running", calls };
+    }
+
+    // running
+    if (missing || gone || (instance && instance.state !== "running")) {
+      if (instance && !gone) await cloud.terminateInstance(instance.instanceId);
+      return {
+        transition: await this.fail(row, "instance_lost", "The instance stopped unexpectedly"),
+        calls: instance && !gone ? 1 : 0,
+      };
+    }
+    if (!row.ready && (await this.probe(row))) return { transition: "ready", calls: 0 };
+    return { calls: 0 };
+  }
+
+  /** Asks the streaming host whether it answers; marks the session ready when it does. */
+  private async probe(row: SessionRow): Promise<boolean> {
+    if (!row.privateNetIp) return false;
+    if (!(await this.deps.streamingHost.isReady(row.privateNetIp))) return false;
+    return (await updateSessionIf(this.deps.db, row.id, "running", { ready: true })) !== undefined;
+  }
+
+  private async fail(row: SessionRow, reason: string, message: string): Promise<Transition | undefined> {
+    const prefix = this.deps.config.QUEUE_NAME_PREFIX;
+    const failed = await this.deps.db.transaction(async (tx) => {
+      const updated = await updateSessionIf(tx, row.id, row.state, {
+        state: "failed",
+        ready: false,
+        message,
+        endedAt: new Date(),
+      });
+      if (updated) await publishSessionFailed(tx, updated, reason, prefix);
+      return updated;
+    });
+    if (failed) this.deps.logger.warn({ sessionId: row.id, reason }, "session failed");
+    return failed ? "failed" : undefined;
+  }
+
+  private async close(row: SessionRow): Promise<Transition | undefined> {
+    const updated = await updateSessionIf(this.deps.db, row.id, "stopping", {
+      state: "stopped",
+      endedAt: new Date(),
+    });
+    return updated ? "stopped" : undefined;
+  }
+
+  /** Volumes of purged accounts, deleted once the account has no session using them. */
+  private async deletePurgedVolumes(report: TickReport): Promise<number> {
+    const { db, cloud, logger } = this.deps;
+    let deleted = 0;
+    for (const volume of await volumesPendingDeletion(db, 100)) {
+      if (await findActiveSession(db, volume.accountId)) continue;
+      try {
+        report.cloudCalls += 1;
+        await cloud.deleteVolume(volume.volumeId);
+        await deleteVolumeRow(db, volume.accountId);
+        deleted += 1;
+      } catch (err) {
+        logger.warn({ err, volumeId: volume.volumeId }, "volume deletion failed; retried next tick");
+      }
+    }
+    return deleted;
+  }
+}
+
+async function forEachLimited<T>(items: T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const runners = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const item = items[next];
+      next += 1;
+      await work(item as T);
+    }
+  });
+  await Promise.all(runners);
+}

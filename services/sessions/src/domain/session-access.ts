@@ -1,0 +1,100 @@
+import { createHmac, randomInt } from "node:crypto";
+import { AppError } from "@cgs/shared";
+import {
+  findActiveSession,
+  findLatestSession,
+  savePinDigest,
+  touchActivity,
+} from "../data/session-repository";
+import type { SessionRow } from "../data/session-tables";
+import type { SessionsDomainDeps } from "./session-deps";
+import { toSessionStatus, type SessionStatus } from "./session-status";
+
+/** Answered from the service's own state only: no cloud call per poll. */
+export async function pollSession(deps: SessionsDomainDeps, accountId: string): Promise<SessionStatus> {
+  const row = await findLatestSession(deps.db, accountId);
+  if (row && (row.state === "starting" || row.state === "running")) {
+    await touchActivity(deps.db, row, deps.config.SESSION_ACTIVITY_GRANULARITY_MS);
+  }
+  return toSessionStatus(row);
+}
+
+/** The account's starting or running session; stopping counts as not running. */
+async function liveSession(deps: SessionsDomainDeps, accountId: string): Promise<SessionRow> {
+  const row = await findActiveSession(deps.db, accountId);
+  if (!row || row.state === "stopping") {
+    throw new AppError("SESSION_NOT_RUNNING", "There is no running session");
+  }
+  await touchActivity(deps.db, row, deps.config.SESSION_ACTIVITY_GRANULARITY_MS);
+  return row;
+}
+
+export interface PairingPin {
+  pin: string;
+  expiresAt: string;
+}
+
+export function pinDigest(secret: string, sessionId: string, pin: string): string {
+  return createHmac("sha256", secret).update(`${sessionId}:${pin}`).digest("hex");
+}
+
+/** Mints a four-digit PIN (CSPRNG), hands it to the streaming host, keeps only its HMAC. */
+export async function createPairingPin(deps: SessionsDomainDeps, accountId: string): Promise<PairingPin> {
+  const { config, streamingHost, logger } = deps;
+  const session = await liveSession(deps, accountId);
+  if (!session.ready || !session.privateNetIp) {
+    throw new AppError("NOT_READY", "The session is not ready for pairing yet; poll until ready is true");
+  }
+  const pin = String(randomInt(0, 10_000)).padStart(4, "0");
+  let lastError: unknown;
+  let accepted = false;
+  for (let attempt = 1; attempt <= config.PAIRING_RETRY_ATTEMPTS && !accepted; attempt += 1) {
+    try {
+      await streamingHost.submitPin(session.privateNetIp, pin, "cgs-client");
+      accepted = true;
+    } catch (err) {
+      lastError = err;
+      // The host may still be coming up (or restarting its web UI): wait and try again.
+      if (attempt < config.PAIRING_RETRY_ATTEMPTS) {
+        await new Promise((resolve) => setTimeout(resolve, config.PAIRING_RETRY_DELAY_MS));
+      }
+    }
+  }
+  if (!accepted) {
+    logger.warn({ err: lastError, sessionId: session.id }, "streaming host refused the pairing PIN");
+    throw AppError.unavailable("The streaming host is not answering; try pairing again shortly", 5);
+  }
+  const expiresAt = new Date(Date.now() + config.PAIRING_PIN_TTL_SECONDS * 1000);
+  await savePinDigest(deps.db, session.id, pinDigest(config.PIN_HASH_SECRET, session.id, pin), expiresAt);
+  return { pin, expiresAt: expiresAt.toISOString() };
+}
+
+export async function getConnectInfo(
+  deps: SessionsDomainDeps,
+  accountId: string,
+): Promise<{ privateNetIp: string; port: number }> {
+  const session = await liveSession(deps, accountId);
+  if (!session.privateNetIp) {
+    throw new AppError("NOT_READY", "The instance has no private-network address yet; poll until running");
+  }
+  return { privateNetIp: session.privateNetIp, port: deps.config.STREAMING_PORT };
+}
+
+export async function createVpnKey(
+  deps: SessionsDomainDeps,
+  accountId: string,
+): Promise<{ key: string; expiresAt: string }> {
+  const session = await liveSession(deps, accountId);
+  try {
+    const key = await deps.privateNetwork.createAuthKey({
+      tags: deps.config.VPN_KEY_TAGS,
+      expirySeconds: deps.config.VPN_KEY_TTL_SECONDS,
+      // Tailscale limits descriptions to 50 letters, digits and dashes.
+      description: `cgs-session-${session.id.slice(0, 8)}`,
+    });
+    return { key: key.key, expiresAt: key.expiresAt.toISOString() };
+  } catch (err) {
+    deps.logger.warn({ err, sessionId: session.id }, "private network refused to mint a key");
+    throw AppError.unavailable("The private network is unavailable; try again shortly", 5);
+  }
+}

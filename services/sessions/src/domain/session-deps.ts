@@ -1,0 +1,23 @@
+import type { Logger } from "pino";
+import type { AccountsClient } from "../clients/accounts-client";
+import type { BillingClient } from "../clients/billing-client";
+import type { CloudProvider } from "../cloud/cloud-provider";
+import type { PrivateNetwork } from "../cloud/private-network";
+import type { StreamingHost } from "../cloud/streaming-host";
+import type { SessionsConfig } from "../config";
+import type { SessionsDb } from "../data/session-repository";
+
+/** The outside systems the sessions service talks to, chosen at the composition root. */
+export interface SessionsAdapters {
+  cloud: CloudProvider;
+  streamingHost: StreamingHost;
+  privateNetwork: PrivateNetwork;
+  accounts: AccountsClient;
+  billing: BillingClient;
+}
+
+export interface SessionsDomainDeps extends SessionsAdapters {
+  db: SessionsDb;
+  config: SessionsConfig;
+  logger: Logger;
+}

@@ -1,0 +1,195 @@
+import { randomUUID } from "node:crypto";
+import { AppError } from "@cgs/shared";
+import type { StartAuthorization } from "../clients/billing-client";
+import { CloudCapacityError } from "../cloud/cloud-provider";
+import {
+  claimIdempotencyKey,
+  deleteSession,
+  findActiveSession,
+  findVolume,
+  forgetIdempotencyKey,
+  insertStartingSession,
+  saveIdempotentResponse,
+  saveVolume,
+  updateSessionIf,
+} from "../data/session-repository";
+import type { SessionRow, VolumeRow } from "../data/session-tables";
+import { publishSessionStarted } from "./session-events";
+import type { SessionsDomainDeps } from "./session-deps";
+import { toSessionStatus, type SessionStatus } from "./session-status";
+
+export interface StartInput {
+  accountId: string;
+  accessToken: string;
+  region?: string;
+  idempotencyKey?: string;
+}
+
+const IDEMPOTENT_WAIT_MS = 10_000;
+
+const alreadyRunning = () =>
+  new AppError("SESSION_ALREADY_RUNNING", "A session is already active; stop it before starting another");
+
+/**
+ * Start, made safe to retry: with an Idempotency-Key the first successful answer is stored and replayed.
+ * A failed start forgets the key, so retrying after (say) a capacity error really tries again.
+ */
+export async function startSession(deps: SessionsDomainDeps, input: StartInput): Promise<SessionStatus> {
+  const key = input.idempotencyKey;
+  if (!key) return startOnce(deps, input);
+  const { db, config } = deps;
+  const deadline = Date.now() + IDEMPOTENT_WAIT_MS;
+  for (;;) {
+    const claim = await claimIdempotencyKey(db, input.accountId, key, config.IDEMPOTENCY_TTL_HOURS);
+    if (claim.claimed) break;
+    if (claim.response !== null) return claim.response as SessionStatus;
+    // The first request with this key is still running: wait for its answer rather than start twice.
+    if (Date.now() > deadline) throw alreadyRunning();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  try {
+    const status = await startOnce(deps, input);
+    await saveIdempotentResponse(db, input.accountId, key, status);
+    return status;
+  } catch (err) {
+    await forgetIdempotencyKey(db, input.accountId, key);
+    throw err;
+  }
+}
+
+async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<SessionStatus> {
+  const { db, config, accounts, billing, cloud, logger } = deps;
+  if (await findActiveSession(db, input.accountId)) throw alreadyRunning();
+  if (input.region !== undefined && input.region !== cloud.region) {
+    throw AppError.validation("region", `region ${input.region} is not offered; available: ${cloud.region}`);
+  }
+
+  const account = await accounts.getStatus(input.accessToken);
+  if (account.pendingDeletion) {
+    throw new AppError(
+      "ACCOUNT_PENDING_DELETION",
+      "The account is scheduled for deletion; cancel the deletion to start sessions",
+    );
+  }
+
+  // The row is the claim: the partial unique index lets exactly one of many concurrent starts insert it.
+  const session = await insertStartingSession(db, {
+    id: randomUUID(),
+    accountId: input.accountId,
+    state: "starting",
+    region: cloud.region,
+    ratePerMinute: config.SESSION_RATE_PER_MINUTE,
+    currency: config.SESSION_CURRENCY,
+    idleTimeoutMinutes: account.preferences.idleTimeoutMinutes ?? config.SESSION_IDLE_TIMEOUT_MINUTES,
+  });
+  if (!session) throw alreadyRunning();
+
+  let authorization: StartAuthorization;
+  try {
+    const result = await billing.authorizeStart(input.accessToken, {
+      sessionId: session.id,
+      ratePerMinute: session.ratePerMinute,
+      currency: session.currency,
+    });
+    if (!result.authorized) throw new AppError("INSUFFICIENT_CREDITS", result.message);
+    authorization = result.authorization;
+  } catch (err) {
+    await deleteSession(db, session.id);
+    throw err;
+  }
+
+  const abandon = async () => {
+    await deleteSession(db, session.id);
+    await billing
+      .releaseAuthorization(input.accessToken, authorization.authorizationId)
+      .catch((err: unknown) => {
+        // Billing also releases holds of sessions it never sees start; this is the fast path.
+        logger.warn({ err, sessionId: session.id }, "could not release the start hold");
+      });
+  };
+
+  let volume: VolumeRow;
+  let instanceId: string;
+  try {
+    volume = await ensureVolume(deps, input.accountId, authorization.storage.sizeGb);
+    ({ instanceId } = await cloud.launchInstance({
+      accountId: input.accountId,
+      sessionId: session.id,
+      availabilityZone: volume.availabilityZone,
+    }));
+  } catch (err) {
+    await abandon();
+    if (err instanceof CloudCapacityError) {
+      logger.warn({ sessionId: session.id, cloudCode: err.cloudCode }, "cloud capacity error at start");
+      throw new AppError("CLOUD_CAPACITY", err.message, 503, {
+        "Retry-After": String(config.CLOUD_CAPACITY_RETRY_AFTER_SECONDS),
+      });
+    }
+    if (err instanceof AppError) throw err;
+    logger.error({ err, sessionId: session.id }, "instance launch failed");
+    throw AppError.unavailable("The cloud provider could not launch an instance, try again shortly");
+  }
+
+  const started = await db.transaction(async (tx) => {
+    const row = await updateSessionIf(tx, session.id, "starting", {
+      instanceId,
+      volumeId: volume.volumeId,
+      authorizationId: authorization.authorizationId,
+      startedAt: new Date(),
+    });
+    if (row) await publishSessionStarted(tx, row, config.QUEUE_NAME_PREFIX);
+    return row;
+  });
+  if (started) return toSessionStatus(started);
+  return settleStoppedDuringLaunch(
+    deps,
+    session,
+    instanceId,
+    input.accessToken,
+    authorization.authorizationId,
+  );
+}
+
+/** The session was stopped (user, credits, purge) while its instance was being launched: undo the launch. */
+async function settleStoppedDuringLaunch(
+  deps: SessionsDomainDeps,
+  session: SessionRow,
+  instanceId: string,
+  accessToken: string,
+  authorizationId: string,
+): Promise<SessionStatus> {
+  const { db, cloud, billing, logger } = deps;
+  await cloud.terminateInstance(instanceId).catch((err: unknown) => {
+    logger.error({ err, instanceId }, "could not terminate the instance of a session stopped during launch");
+  });
+  await billing.releaseAuthorization(accessToken, authorizationId).catch(() => undefined);
+  const row = await updateSessionIf(db, session.id, "stopping", {
+    state: "stopped",
+    instanceId,
+    endedAt: new Date(),
+  });
+  return toSessionStatus(row ?? session);
+}
+
+/** The account's volume, created at its storage tier's size on first use and kept across sessions. */
+async function ensureVolume(deps: SessionsDomainDeps, accountId: string, sizeGb: number): Promise<VolumeRow> {
+  const { db, cloud, config } = deps;
+  const existing = await findVolume(db, accountId);
+  if (existing) {
+    if (existing.deleteRequestedAt) {
+      throw new AppError("ACCOUNT_PENDING_DELETION", "The account's storage is being deleted");
+    }
+    return existing;
+  }
+  const availabilityZone = config.CLOUD_AVAILABILITY_ZONE;
+  const { volumeId } = await cloud.createVolume({ accountId, sizeGb, availabilityZone });
+  const saved = await saveVolume(db, {
+    accountId,
+    volumeId,
+    region: cloud.region,
+    availabilityZone,
+    sizeGb,
+  });
+  if (saved.volumeId !== volumeId) await cloud.deleteVolume(volumeId).catch(() => undefined);
+  return saved;
+}

@@ -1,0 +1,47 @@
+import { AppError } from "@cgs/shared";
+import { findActiveSession, updateSessionIf, type SessionsTx } from "../data/session-repository";
+import type { SessionRow } from "../data/session-tables";
+import { publishSessionStopped } from "./session-events";
+import type { SessionsDomainDeps } from "./session-deps";
+import { toSessionStatus, type SessionStatus } from "./session-status";
+
+export type StopReason = "user" | "credits_exhausted" | "idle_timeout" | "account_purged";
+
+/**
+ * Moves the account's active session to stopping inside `tx` and, when it was metered, writes
+ * session.stopped (metering ends now). Already stopping: unchanged. No active session: undefined.
+ */
+export async function requestStop(
+  tx: SessionsTx,
+  accountId: string,
+  reason: StopReason,
+  queuePrefix: string,
+): Promise<SessionRow | undefined> {
+  const active = await findActiveSession(tx, accountId, { forUpdate: true });
+  if (!active || active.state === "stopping") return active;
+  const row = await updateSessionIf(tx, active.id, active.state, {
+    state: "stopping",
+    ready: false,
+    stoppedAt: new Date(),
+    stopReason: reason,
+  });
+  if (row?.startedAt) await publishSessionStopped(tx, row, queuePrefix);
+  return row;
+}
+
+/** Terminates now rather than waiting for the reconciler; a failure is left for the reconciler to retry. */
+export async function terminateSoon(deps: SessionsDomainDeps, row: SessionRow | undefined): Promise<void> {
+  if (!row?.instanceId) return;
+  await deps.cloud.terminateInstance(row.instanceId).catch((err: unknown) => {
+    deps.logger.warn({ err, instanceId: row.instanceId }, "terminate failed; the reconciler retries");
+  });
+}
+
+export async function stopSession(deps: SessionsDomainDeps, accountId: string): Promise<SessionStatus> {
+  const row = await deps.db.transaction((tx) =>
+    requestStop(tx, accountId, "user", deps.config.QUEUE_NAME_PREFIX),
+  );
+  if (!row) throw new AppError("SESSION_NOT_RUNNING", "There is no active session to stop");
+  await terminateSoon(deps, row);
+  return toSessionStatus(row);
+}

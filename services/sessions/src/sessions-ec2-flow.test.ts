@@ -1,0 +1,97 @@
+import { randomUUID } from "node:crypto";
+import { DescribeVolumesCommand, EC2Client } from "@aws-sdk/client-ec2";
+import { Ec2CloudProvider } from "./cloud/ec2-cloud-provider";
+import type { CloudProvider } from "./cloud/cloud-provider";
+import { Reconciler } from "./domain/reconciler";
+import type { SessionsDomainDeps } from "./domain/session-deps";
+import { pollSession } from "./domain/session-access";
+import { startSession } from "./domain/start-session";
+import { stopSession } from "./domain/stop-session";
+import { startSessionsHarness, type SessionsHarness } from "./testing/sessions-harness";
+
+let h: SessionsHarness;
+let ec2: EC2Client;
+let n = 0;
+const account = () => `ec2-${Date.now().toString(36)}-${(n += 1)}`;
+const settings = { batchSize: 100, leaseMs: 30_000, startTimeoutMs: 60_000, describeGraceMs: 0 };
+
+beforeAll(async () => {
+  h = await startSessionsHarness();
+  ec2 = new EC2Client({
+    region: h.config.CLOUD_REGION,
+    endpoint: process.env.AWS_ENDPOINT_URL || "http://127.0.0.1:5000",
+  });
+});
+afterAll(async () => {
+  ec2.destroy();
+  await h.close();
+});
+
+describe("the session lifecycle on the EC2 adapter (moto)", () => {
+  it("when a session starts, runs and stops on EC2, then the volume is attached and kept and the states follow", async () => {
+    const cloud = new Ec2CloudProvider(
+      {
+        region: h.config.CLOUD_REGION,
+        tagPrefix: `cgs${randomUUID().slice(0, 6)}`,
+        amiId: "ami-12c6146b",
+        instanceType: "t3.micro",
+        volumeType: "gp3",
+        volumeDevice: "/dev/sdf",
+        pageSize: 50,
+      },
+      ec2,
+    );
+    const deps: SessionsDomainDeps = { ...h.deps, cloud };
+    const reconciler = new Reconciler(deps, settings);
+    const acct = account();
+    const token = await h.token(acct);
+
+    const started = await startSession(deps, { accountId: acct, accessToken: token });
+    expect(started).toMatchObject({ state: "starting" });
+    await reconciler.tick();
+    const running = await pollSession(deps, acct);
+    expect(running).toMatchObject({ state: "running", ready: true, instanceId: started.instanceId });
+    const volumes = await ec2.send(
+      new DescribeVolumesCommand({
+        Filters: [{ Name: "attachment.instance-id", Values: [started.instanceId!] }],
+      }),
+    );
+    expect(volumes.Volumes?.[0]).toMatchObject({ Size: 100 });
+    const volumeId = volumes.Volumes?.[0]?.VolumeId;
+
+    expect((await stopSession(deps, acct)).state).toBe("stopping");
+    await reconciler.tick();
+    expect((await pollSession(deps, acct)).state).toBe("stopped");
+    const kept = await ec2.send(new DescribeVolumesCommand({ VolumeIds: [volumeId!] }));
+    expect(kept.Volumes).toHaveLength(1);
+  });
+});
+
+describe("a stop that lands while the instance is being launched", () => {
+  it("when stop wins the race, then the start terminates its instance, releases the hold and the session ends stopped", async () => {
+    const acct = account();
+    const token = await h.token(acct);
+    let releaseLaunch: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (releaseLaunch = resolve));
+    let launchedId = "";
+    const slowCloud: CloudProvider = Object.assign(Object.create(h.cloud) as CloudProvider, {
+      launchInstance: async (request: Parameters<CloudProvider["launchInstance"]>[0]) => {
+        await gate;
+        const out = await h.cloud.launchInstance(request);
+        launchedId = out.instanceId;
+        return out;
+      },
+    });
+    const deps: SessionsDomainDeps = { ...h.deps, cloud: slowCloud };
+    const starting = startSession(deps, { accountId: acct, accessToken: token });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await stopSession(h.deps, acct)).state).toBe("stopping");
+    releaseLaunch();
+    const result = await starting;
+    expect(result.state).toBe("stopped");
+    expect(h.cloud.instance(launchedId)?.state).toBe("terminated");
+    const holds = h.billing.holds.filter((x) => x.accountId === acct);
+    expect(holds.map((x) => x.released)).toEqual([true]);
+    expect((await pollSession(h.deps, acct)).state).toBe("stopped");
+  });
+});

@@ -1,0 +1,75 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface StandInRequest {
+  method: string;
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  body: unknown;
+}
+
+export interface StandInReply {
+  status: number;
+  body?: unknown;
+}
+
+export interface HttpStandIn {
+  url: string;
+  requests: StandInRequest[];
+  close(): Promise<void>;
+}
+
+/** A real HTTP server on 127.0.0.1:<random> answering JSON through `handle`; records every request. */
+export async function startJsonServer(
+  handle: (req: StandInRequest) => Promise<StandInReply> | StandInReply,
+): Promise<HttpStandIn> {
+  const requests: StandInRequest[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const raw = Buffer.concat(chunks).toString("utf8");
+      let body: unknown = undefined;
+      try {
+        body = raw ? JSON.parse(raw) : undefined;
+      } catch {
+        body = raw;
+      }
+      const recorded = {
+        method: req.method ?? "",
+        path: (req.url ?? "").split("?")[0] ?? "",
+        headers: req.headers,
+        body,
+      };
+      requests.push(recorded);
+      Promise.resolve(handle(recorded))
+        .then((reply) => {
+          if (reply.body === undefined) {
+            res.writeHead(reply.status).end();
+          } else {
+            res.writeHead(reply.status, { "content-type": "application/json" });
+            res.end(JSON.stringify(reply.body));
+          }
+        })
+        .catch((err: unknown) => {
+          res.writeHead(500, { "content-type": "application/json" });
+          res.end(JSON.stringify({ error: "INTERNAL", message: String(err) }));
+        });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export function bearerOf(headers: http.IncomingHttpHeaders): string | undefined {
+  const match = /^Bearer (.+)$/.exec(headers.authorization ?? "");
+  return match?.[1];
+}

@@ -1,0 +1,260 @@
+import path from "node:path";
+import http from "node:http";
+import express, { type ErrorRequestHandler } from "express";
+import * as OpenApiValidator from "express-openapi-validator";
+import pino from "pino";
+import {
+  createJwtVerifier,
+  loadConfig,
+  loadOpenApiDocument,
+  oidcSettings,
+  startServer,
+  type Closer,
+  type RunningServer,
+} from "@cgs/shared";
+import type { DatabaseKind } from "@cgs/shared";
+import { openTestDatabase, type OpenedTestDatabase } from "@cgs/shared/testing/db";
+import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
+import { createApp as createGatewayApp } from "../../../../gateway/src/app";
+import { loadGatewayConfig } from "../../../../gateway/src/config";
+import { closedPortUrl, gatewayTestEnv } from "../../../../gateway/src/testing/gateway-harness";
+import { createApp, type SessionsContext } from "../app";
+import { createAccountsClient } from "../clients/accounts-client";
+import { createBillingClient } from "../clients/billing-client";
+import { SimulatedPrivateNetwork } from "../cloud/private-network";
+import { SimulatedCloudProvider } from "../cloud/simulated-cloud-provider";
+import { SimulatedStreamingHost } from "../cloud/streaming-host";
+import { reconcilerFor, startSessionsWorkers } from "../composition";
+import { sessionsConfigSchema, type SessionsConfig } from "../config";
+import * as schema from "../data/schema";
+import type { Reconciler } from "../domain/reconciler";
+import type { SessionsDomainDeps } from "../domain/session-deps";
+import { startAccountsStandIn, type AccountsStandIn } from "./accounts-stand-in";
+import { startBillingStandIn, type BillingStandIn } from "./billing-stand-in";
+
+export const migrationsFolder = path.join(__dirname, "..", "..", "drizzle");
+
+export interface HarnessOptions {
+  db?: DatabaseKind;
+  /** Extra sessions env (e.g. SESSION_START_TIMEOUT_MS). */
+  env?: Record<string, string>;
+  gatewayEnv?: Record<string, string>;
+  /** Start the outbox relay, SQS consumer (moto) and the reconciler/idle loops. */
+  workers?: boolean;
+  bootDelayMs?: number;
+  hostReadyDelayMs?: number;
+  /** Validate every response against openapi.json (default true; the benchmark turns it off). */
+  contractCheck?: boolean;
+}
+
+export interface SessionsHarness {
+  idp: TestIdentityProvider;
+  billing: BillingStandIn;
+  accounts: AccountsStandIn;
+  cloud: SimulatedCloudProvider;
+  streamingHost: SimulatedStreamingHost;
+  privateNetwork: SimulatedPrivateNetwork;
+  database: OpenedTestDatabase<typeof schema>;
+  config: SessionsConfig;
+  deps: SessionsDomainDeps;
+  reconciler: Reconciler;
+  /** The sessions service, behind a response validator that checks every answer against openapi.json. */
+  service: RunningServer;
+  gateway: RunningServer;
+  /** Responses that broke the contract (each also turned into a 500). */
+  contractViolations: string[];
+  token(accountId: string): Promise<string>;
+  /** Calls the API through the gateway as `accountId`. */
+  call(
+    accountId: string,
+    method: string,
+    route: string,
+    init?: { body?: unknown; headers?: Record<string, string>; direct?: boolean },
+  ): Promise<{ status: number; body: any; headers: Headers }>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  close(): Promise<void>;
+}
+
+/** Wraps an app so every response it sends is validated against shared/openapi.json. */
+function contractChecked(app: express.Express, violations: string[]): express.Express {
+  const outer = express();
+  outer.use(
+    OpenApiValidator.middleware({
+      apiSpec: structuredClone(loadOpenApiDocument()) as never,
+      validateRequests: false,
+      validateResponses: true,
+      validateSecurity: false,
+      validateApiSpec: false,
+      ignoreUndocumented: true,
+    }),
+  );
+  outer.use(app);
+  const onViolation: ErrorRequestHandler = (err: { message?: string }, req, res, _next) => {
+    violations.push(`${req.method} ${req.path}: ${err.message ?? String(err)}`);
+    res.status(500).json({ error: "INTERNAL", message: `contract violation: ${err.message ?? ""}` });
+  };
+  outer.use(onViolation);
+  return outer;
+}
+
+let harnessCount = 0;
+
+/**
+ * The sessions service for real over HTTP with a PostgreSQL (or PGlite) database, the cloud, streaming-host
+ * and private-network simulators, billing and accounts stand-ins, and a real gateway in front.
+ */
+export async function startSessionsHarness(options: HarnessOptions = {}): Promise<SessionsHarness> {
+  const closers: Closer[] = [];
+  // moto accepts any keys; the SDK's default chain must still find some.
+  process.env.AWS_ACCESS_KEY_ID ||= "test";
+  process.env.AWS_SECRET_ACCESS_KEY ||= "test";
+  const idp = await startTestIdentityProvider();
+  closers.unshift(() => idp.close());
+  const verifierSettings = {
+    OIDC_ISSUER: idp.issuer,
+    OIDC_AUDIENCE: idp.audience,
+    OIDC_JWKS_URL: idp.jwksUrl,
+    OIDC_JWKS_COOLDOWN_MS: "0",
+  };
+  const standInVerifier = createJwtVerifier({
+    issuer: idp.issuer,
+    audience: idp.audience,
+    jwksUrl: idp.jwksUrl,
+    clockToleranceSeconds: 5,
+    jwksCooldownMs: 0,
+  });
+  const billing = await startBillingStandIn({ verifier: standInVerifier });
+  const accounts = await startAccountsStandIn({ verifier: standInVerifier });
+  closers.unshift(
+    () => billing.close(),
+    () => accounts.close(),
+  );
+  harnessCount += 1;
+  const config = loadConfig(sessionsConfigSchema, {
+    LOG_LEVEL: "silent",
+    PORT: "0",
+    ...verifierSettings,
+    ACCOUNTS_URL: accounts.url,
+    BILLING_URL: billing.url,
+    AWS_ENDPOINT_URL: process.env.AWS_ENDPOINT_URL || "http://127.0.0.1:5000",
+    QUEUE_NAME_PREFIX: `t${process.pid}-${harnessCount}-${Date.now().toString(36)}-`,
+    CREATE_QUEUES: "true",
+    QUEUE_WAIT_SECONDS: "1",
+    OUTBOX_RELAY_INTERVAL_MS: "50",
+    RECONCILER_INTERVAL_MS: "50",
+    IDLE_SWEEP_INTERVAL_MS: "100",
+    RECONCILER_DESCRIBE_GRACE_MS: "0",
+    PAIRING_RETRY_DELAY_MS: "20",
+    SESSION_ACTIVITY_GRANULARITY_MS: "0",
+    ...options.env,
+  });
+  const database = await openTestDatabase(options.db ?? "pglite", "sessions", { schema, migrationsFolder });
+  closers.unshift(() => database.destroy());
+  const logger = pino({ level: "silent" });
+  const cloud = new SimulatedCloudProvider({
+    region: config.CLOUD_REGION,
+    bootDelayMs: options.bootDelayMs ?? 0,
+    pageSize: config.SIMULATOR_PAGE_SIZE,
+  });
+  const streamingHost = new SimulatedStreamingHost({ readyDelayMs: options.hostReadyDelayMs ?? 0 });
+  const privateNetwork = new SimulatedPrivateNetwork();
+  const adapters = {
+    cloud,
+    streamingHost,
+    privateNetwork,
+    accounts: createAccountsClient({
+      baseUrl: config.ACCOUNTS_URL,
+      timeoutMs: config.INTERNAL_CALL_TIMEOUT_MS,
+    }),
+    billing: createBillingClient({ baseUrl: config.BILLING_URL, timeoutMs: config.INTERNAL_CALL_TIMEOUT_MS }),
+  };
+  const deps: SessionsDomainDeps = { ...adapters, db: database.db, config, logger };
+  const context: SessionsContext = {
+    config,
+    logger,
+    database,
+    verifier: createJwtVerifier(oidcSettings(config)),
+  };
+  if (options.workers) {
+    const workerClosers = await startSessionsWorkers(deps, database);
+    closers.unshift(async () => {
+      for (const close of workerClosers) await close();
+    });
+  }
+  const contractViolations: string[] = [];
+  const sessionsApp = createApp(context, { ...adapters, simulator: { cloud, streamingHost } });
+  const app =
+    options.contractCheck === false ? sessionsApp : contractChecked(sessionsApp, contractViolations);
+  const service = await startServer(app, { port: 0, logger, shutdownGraceMs: 1_000 });
+  closers.unshift(() => service.stop());
+
+  const gatewayConfig = loadGatewayConfig(
+    gatewayTestEnv(
+      idp,
+      {
+        sessions: service.url,
+        billing: billing.url,
+        accounts: accounts.url,
+        "auth-proxy": await closedPortUrl(),
+      },
+      options.gatewayEnv,
+    ),
+  );
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const gatewayApp = createGatewayApp({
+    config: gatewayConfig,
+    logger,
+    verifier: createJwtVerifier(oidcSettings(gatewayConfig)),
+    upstreamAgent: agent,
+  });
+  const gateway = await startServer(gatewayApp, {
+    port: 0,
+    logger,
+    shutdownGraceMs: 1_000,
+    onClose: () => agent.destroy(),
+  });
+  closers.unshift(() => gateway.stop());
+
+  const tokens = new Map<string, string>();
+  const token = async (accountId: string) => {
+    let t = tokens.get(accountId);
+    if (!t) {
+      t = await idp.sign({ sub: accountId });
+      tokens.set(accountId, t);
+    }
+    return t;
+  };
+
+  return {
+    idp,
+    billing,
+    accounts,
+    cloud,
+    streamingHost,
+    privateNetwork,
+    database,
+    config,
+    deps,
+    reconciler: reconcilerFor(deps),
+    service,
+    gateway,
+    contractViolations,
+    token,
+    async call(accountId, method, route, init = {}) {
+      const base = init.direct ? service.url : gateway.url;
+      const res = await fetch(`${base}${route}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${await token(accountId)}`,
+          ...(init.body !== undefined ? { "content-type": "application/json" } : {}),
+          ...init.headers,
+        },
+        body: init.body !== undefined ? JSON.stringify(init.body) : undefined,
+      });
+      const text = await res.text();
+      return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
+    },
+    async close() {
+      for (const close of closers) await close();
+    },
+  };
+}

@@ -1,0 +1,73 @@
+import { startJsonServer, type HttpStandIn } from "./http-stand-in";
+
+export interface SunshineStandIn extends HttpStandIn {
+  pins: Array<{ pin: string; name: string }>;
+  /** Requests to refuse (503) before answering, as a host that is still coming up. */
+  refuseNext: number;
+}
+
+/** A Sunshine-shaped web API (POST /api/pin {pin, name}, GET /api/apps) behind basic auth, for the adapter's tests. */
+export async function startSunshineStandIn(options: {
+  username: string;
+  password: string;
+}): Promise<SunshineStandIn> {
+  const expected = `Basic ${Buffer.from(`${options.username}:${options.password}`).toString("base64")}`;
+  const pins: Array<{ pin: string; name: string }> = [];
+  const state = { refuseNext: 0 };
+  const server = await startJsonServer((req) => {
+    if (state.refuseNext > 0) {
+      state.refuseNext -= 1;
+      return { status: 503, body: { error: "starting" } };
+    }
+    if (req.headers.authorization !== expected) return { status: 401, body: { error: "Unauthorized" } };
+    if (req.method === "GET" && req.path === "/api/apps") return { status: 200, body: { apps: [] } };
+    if (req.method === "POST" && req.path === "/api/pin") {
+      const body = req.body as { pin?: unknown; name?: unknown };
+      if (typeof body.pin !== "string" || !/^\d{4}$/.test(body.pin))
+        return { status: 400, body: { status: "false" } };
+      pins.push({ pin: body.pin, name: String(body.name ?? "") });
+      return { status: 200, body: { status: "true" } };
+    }
+    return { status: 404, body: { error: "Not Found" } };
+  });
+  return {
+    ...server,
+    pins,
+    get refuseNext() {
+      return state.refuseNext;
+    },
+    set refuseNext(n: number) {
+      state.refuseNext = n;
+    },
+  };
+}
+
+export interface TailscaleStandIn extends HttpStandIn {
+  keys: Array<{ tailnet: string; body: unknown }>;
+}
+
+/** A Tailscale-API-shaped POST /api/v2/tailnet/{tailnet}/keys behind a bearer API key, for the adapter's tests. */
+export async function startTailscaleStandIn(options: { apiKey: string }): Promise<TailscaleStandIn> {
+  const keys: Array<{ tailnet: string; body: unknown }> = [];
+  const server = await startJsonServer((req) => {
+    if (req.headers.authorization !== `Bearer ${options.apiKey}`)
+      return { status: 401, body: { message: "unauthorized" } };
+    const match = /^\/api\/v2\/tailnet\/([^/]+)\/keys$/.exec(req.path);
+    if (req.method !== "POST" || !match) return { status: 404, body: { message: "not found" } };
+    const body = req.body as { expirySeconds?: number; capabilities?: unknown };
+    keys.push({ tailnet: decodeURIComponent(match[1] ?? ""), body });
+    const created = new Date();
+    const expires = new Date(created.getTime() + (body.expirySeconds ?? 7776000) * 1000);
+    return {
+      status: 200,
+      body: {
+        id: `k${keys.length}CNTRL`,
+        key: `tskey-auth-k${keys.length}CNTRL-${"x".repeat(32)}`,
+        created: created.toISOString(),
+        expires: expires.toISOString(),
+        capabilities: body.capabilities,
+      },
+    };
+  });
+  return { ...server, keys };
+}
