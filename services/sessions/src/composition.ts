@@ -1,5 +1,4 @@
-import type { Logger } from "pino";
-import { startEventWorkers, type Closer, type OpenedDatabase } from "@cgs/shared";
+import { startEventWorkers, startPeriodicWorker, type Closer, type OpenedDatabase } from "@cgs/shared";
 import { createAccountsClient } from "./clients/accounts-client";
 import { createBillingClient } from "./clients/billing-client";
 import type { CloudProvider } from "./cloud/cloud-provider";
@@ -89,35 +88,6 @@ export function reconcilerFor(deps: SessionsDomainDeps): Reconciler {
   });
 }
 
-/** Runs `work` every `intervalMs` (after the previous run finished) until the closer is called. */
-export function startLoop(
-  name: string,
-  intervalMs: number,
-  work: () => Promise<unknown>,
-  logger: Logger,
-): Closer {
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
-  const schedule = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      running = work()
-        .then(
-          () => undefined,
-          (err: unknown) => logger.error({ err, worker: name }, "worker pass failed"),
-        )
-        .finally(schedule);
-    }, intervalMs);
-  };
-  schedule();
-  return async () => {
-    stopped = true;
-    clearTimeout(timer);
-    await running;
-  };
-}
-
 export interface SessionsWorkerOptions {
   events?: boolean;
 }
@@ -141,18 +111,25 @@ export async function startSessionsWorkers(
   }
   const reconciler = reconcilerFor(deps);
   const log = logger.child({ component: "reconciler" });
+  const reconcile = startPeriodicWorker(
+    "reconciler",
+    config.RECONCILER_INTERVAL_MS,
+    async () => {
+      const report = await reconciler.tick();
+      if (Object.keys(report.transitions).length > 0 || report.volumesDeleted > 0)
+        log.info(report, "reconciled");
+    },
+    log,
+  );
+  const idleSweep = startPeriodicWorker(
+    "idle-sweep",
+    config.IDLE_SWEEP_INTERVAL_MS,
+    () => sweepIdleSessions(deps),
+    logger,
+  );
   closers.unshift(
-    startLoop(
-      "reconciler",
-      config.RECONCILER_INTERVAL_MS,
-      async () => {
-        const report = await reconciler.tick();
-        if (Object.keys(report.transitions).length > 0 || report.volumesDeleted > 0)
-          log.info(report, "reconciled");
-      },
-      log,
-    ),
-    startLoop("idle-sweep", config.IDLE_SWEEP_INTERVAL_MS, () => sweepIdleSessions(deps), logger),
+    () => reconcile.stop(),
+    () => idleSweep.stop(),
   );
   return closers;
 }
