@@ -1,0 +1,94 @@
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { startOtlpReceiver, type OtlpReceiver } from "@cgs/shared/testing/tracing";
+
+export const repoRoot = path.resolve(__dirname, "../..");
+
+export interface LaunchedPlatform {
+  base: string;
+  gatewayPort: number;
+  servicePorts: number[];
+  traces: OtlpReceiver;
+  process: ChildProcess;
+  output(): string;
+  /** Ctrl-C, as a developer would; resolves with the launcher's exit code. */
+  interrupt(): Promise<number | null>;
+  cleanup(): Promise<void>;
+}
+
+/** Runs `npm start`'s launcher on its own ports and PGlite directory, exporting traces to an in-test receiver. */
+export async function launchPlatform(options: {
+  gatewayPort: number;
+  servicePortBase: number;
+  env?: Record<string, string>;
+}): Promise<LaunchedPlatform> {
+  const pgliteRoot = mkdtempSync(path.join(os.tmpdir(), "cgs-platform-"));
+  const traces = await startOtlpReceiver();
+  let output = "";
+  const child = spawn(process.execPath, ["test/platform/start.mjs"], {
+    cwd: repoRoot,
+    env: {
+      ...process.env,
+      PORT: String(options.gatewayPort),
+      SERVICES_PORT_BASE: String(options.servicePortBase),
+      PGLITE_ROOT: pgliteRoot,
+      LOG_LEVEL: "warn",
+      OTEL_EXPORTER_OTLP_ENDPOINT: traces.endpoint,
+      OTEL_BSP_SCHEDULE_DELAY: "100",
+      ...options.env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  child.stdout?.on("data", (d) => (output += d));
+  child.stderr?.on("data", (d) => (output += d));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const deadline = Date.now() + 150_000;
+  while (!output.includes("platform up in")) {
+    if (child.exitCode !== null) throw new Error(`npm start exited early:\n${output}`);
+    if (Date.now() > deadline) throw new Error(`npm start did not come up:\n${output}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return {
+    base: `http://127.0.0.1:${options.gatewayPort}`,
+    gatewayPort: options.gatewayPort,
+    servicePorts: [0, 1, 2, 3].map((i) => options.servicePortBase + i),
+    traces,
+    process: child,
+    output: () => output,
+    async interrupt() {
+      child.kill("SIGINT");
+      return exited;
+    },
+    async cleanup() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGKILL");
+        await exited;
+      }
+      rmSync(pgliteRoot, { recursive: true, force: true });
+      await traces.close();
+    },
+  };
+}
+
+/** `npm run --silent token -- <email>`: a real access token from the local Keycloak. */
+export function localToken(email: string): string {
+  const result = spawnSync(process.execPath, ["test/platform/token.mjs", email], {
+    cwd: repoRoot,
+    encoding: "utf8",
+  });
+  if (result.status !== 0) throw new Error(`token command failed: ${result.stderr}`);
+  return result.stdout.trim();
+}
+
+export const portOpen = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = net.connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
