@@ -5,6 +5,8 @@ import os from "node:os";
 import path from "node:path";
 import { startOtlpReceiver, type OtlpReceiver } from "@cgs/shared/testing/tracing";
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 export const repoRoot = path.resolve(__dirname, "../..");
 
 export interface LaunchedPlatform {
@@ -41,6 +43,8 @@ export async function launchPlatform(options: {
       ...options.env,
     },
     stdio: ["ignore", "pipe", "pipe"],
+    // Its own process group, so cleanup can end the launcher and every service it started at once.
+    detached: true,
   });
   child.stdout?.on("data", (d) => (output += d));
   child.stderr?.on("data", (d) => (output += d));
@@ -64,8 +68,9 @@ export async function launchPlatform(options: {
     },
     async cleanup() {
       if (child.exitCode === null && child.signalCode === null) {
-        child.kill("SIGKILL");
-        await exited;
+        child.kill("SIGINT");
+        const stopped = await Promise.race([exited.then(() => true), sleep(15_000).then(() => false)]);
+        if (!stopped) process.kill(-child.pid!, "SIGKILL");
       }
       rmSync(pgliteRoot, { recursive: true, force: true });
       await traces.close();

@@ -1,5 +1,7 @@
+import { spawnSync } from "node:child_process";
+import net from "node:net";
 import { waitUntil } from "@cgs/shared/testing/queue";
-import { launchPlatform, localToken, portOpen, type LaunchedPlatform } from "./launch-platform";
+import { launchPlatform, localToken, portOpen, repoRoot, type LaunchedPlatform } from "./launch-platform";
 
 // `npm start` for real: the launcher with its peers, the four services on PGlite and the gateway, then Ctrl-C.
 let platform: LaunchedPlatform;
@@ -72,4 +74,24 @@ describe("npm start", () => {
       expect(await portOpen(port)).toBe(false);
     }
   }, 30_000);
+});
+
+describe("npm start beside something already listening", () => {
+  test("when a platform port is taken, then it refuses to start and names the port", async () => {
+    const squatter = net.createServer().listen(0, "127.0.0.1");
+    await new Promise((resolve) => squatter.once("listening", resolve));
+    const port = (squatter.address() as net.AddressInfo).port;
+    try {
+      const run = spawnSync(process.execPath, ["test/platform/start.mjs"], {
+        cwd: repoRoot,
+        env: { ...process.env, PORT: String(port), SERVICES_PORT_BASE: "18301" },
+        encoding: "utf8",
+        timeout: 30_000,
+      });
+      expect(run.status).toBe(1);
+      expect(run.stderr).toContain(`port ${port} (gateway) is already in use`);
+    } finally {
+      squatter.close();
+    }
+  });
 });

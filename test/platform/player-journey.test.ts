@@ -143,7 +143,13 @@ describe("a player's journey through the gateway", () => {
         );
       },
       { timeoutMs: 15_000, description: "a billing consumer span in the trace of a gateway request" },
-    );
+    ).catch((err: unknown) => {
+      const summary = platform.traces
+        .spans()
+        .filter((s) => s.kind !== 1)
+        .map((s) => `${s.serviceName} ${s.kind} ${s.traceId.slice(0, 8)} ${s.name}`);
+      throw new Error(`${String(err)}\n${summary.join("\n")}`);
+    });
   });
 
   test("when the account is scheduled for deletion, then starts and top-ups are refused during the grace", async () => {

@@ -3,6 +3,7 @@
 // Ctrl-C. Peers that were already running are left running.
 import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
+import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -46,6 +47,16 @@ const services = [
 const children = [];
 let startedPeers = [];
 let stopping = false;
+
+const portInUse = (port) =>
+  new Promise((resolve) => {
+    const socket = net.connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
 
 async function waitReady(service, timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;
@@ -123,6 +134,15 @@ async function main() {
   process.on("SIGINT", () => void shutdown(0));
   process.on("SIGTERM", () => void shutdown(0));
 
+  // A stale process on a port would answer our readiness probes in place of the one we start.
+  for (const service of services) {
+    if (await portInUse(service.port)) {
+      throw new Error(
+        `port ${service.port} (${service.name}) is already in use: is another npm start running? ` +
+          "Stop it, or choose other ports with PORT and SERVICES_PORT_BASE.",
+      );
+    }
+  }
   const before = new Set(peers.filter(peerRunning));
   say(`starting peers: ${peers.join(", ")}`);
   run("bash", ["test/peers/up.sh", ...peers], { stdio: ["ignore", "inherit", "inherit"] });

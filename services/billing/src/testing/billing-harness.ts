@@ -58,7 +58,9 @@ export async function openBillingTestDatabase(
     url: created.url,
     schema,
     migrationsFolder: billingMigrationsFolder,
-    pool: { max: poolMax },
+    // Concurrency tests queue hundreds of transactions on purpose; on a loaded 2-core CI machine the wait for a
+    // free connection can pass the 5 s production default, which would fail the test for the wrong reason.
+    pool: { max: poolMax, connectionTimeoutMs: 60_000 },
   });
   return {
     database,
