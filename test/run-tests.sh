@@ -7,6 +7,7 @@ cd "$root"
 
 bash test/peers/up.sh postgres redis moto stripe-mock keycloak mailpit
 bash test/peers/chromium.sh
+bash test/peers/helm.sh >/dev/null
 eval "$(bash test/peers/up.sh --env)"
 
 echo "[test] building workspaces (tsc -b)" >&2

@@ -143,12 +143,12 @@ export interface SessionStart {
   startedAt: Date;
 }
 
-/** session.started: metering begins, and the first minute is charged at once. */
-export async function startMetering(
+/** Records a session for metering (its wallet too); false when it was already recorded. */
+async function recordMeteredSession(
   tx: BillingTransaction,
   deps: BillingDeps,
   start: SessionStart,
-): Promise<void> {
+): Promise<boolean> {
   await ensureWalletCreated(tx, deps, start.accountId);
   const inserted = await tx
     .insert(meteredSessionsTable)
@@ -162,7 +162,16 @@ export async function startMetering(
     })
     .onConflictDoNothing()
     .returning({ sessionId: meteredSessionsTable.sessionId });
-  if (inserted.length === 0) return;
+  return inserted.length > 0;
+}
+
+/** session.started: metering begins, and the first minute is charged at once. */
+export async function startMetering(
+  tx: BillingTransaction,
+  deps: BillingDeps,
+  start: SessionStart,
+): Promise<void> {
+  if (!(await recordMeteredSession(tx, deps, start))) return;
   const session = await lockSession(tx, start.sessionId);
   if (session) await chargeDue(tx, deps, session, deps.now());
 }
@@ -177,18 +186,8 @@ export async function stopMetering(
   start: SessionStart,
   stoppedAt: Date,
 ): Promise<void> {
-  await ensureWalletCreated(tx, deps, start.accountId);
-  await tx
-    .insert(meteredSessionsTable)
-    .values({
-      sessionId: start.sessionId,
-      accountId: start.accountId,
-      ratePerMinute: start.ratePerMinute,
-      currency: start.currency,
-      startedAt: start.startedAt,
-      nextMinuteAt: start.startedAt,
-    })
-    .onConflictDoNothing();
+  // A stop can arrive before its start (SQS does not order): record the session either way.
+  await recordMeteredSession(tx, deps, start);
   const session = await lockSession(tx, start.sessionId);
   if (!session || session.status === "stopped") return;
   const wallet = await lockWallet(tx, session.accountId);

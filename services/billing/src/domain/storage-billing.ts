@@ -11,6 +11,21 @@ import { billingPeriodAt, type BillingPeriod, type StorageTierName } from "./sto
 
 export type StoragePeriodStatus = "paid" | "unpaid" | "none";
 
+/** The status recorded for an account's period, if a charge was attempted. */
+async function recordedPeriodStatus(
+  executor: BillingDeps["db"] | BillingTransaction,
+  accountId: string,
+  period: BillingPeriod,
+): Promise<string | undefined> {
+  const rows = await executor
+    .select({ status: storagePeriodsTable.status })
+    .from(storagePeriodsTable)
+    .where(
+      and(eq(storagePeriodsTable.accountId, accountId), eq(storagePeriodsTable.periodStart, period.start)),
+    );
+  return rows[0]?.status;
+}
+
 /**
  * Takes the period's storage charge from the wallet once (ledger reference per account and period).
  * A period the wallet cannot cover is recorded as unpaid and retried later, never forced negative.
@@ -23,16 +38,7 @@ export async function chargeStoragePeriod(
 ): Promise<StoragePeriodStatus> {
   const tier = deps.settings.storageTiers[wallet.storageTier as StorageTierName];
   if (!tier || tier.pricePerPeriod === 0 || wallet.status === "closed") return "none";
-  const existing = await tx
-    .select({ status: storagePeriodsTable.status })
-    .from(storagePeriodsTable)
-    .where(
-      and(
-        eq(storagePeriodsTable.accountId, wallet.accountId),
-        eq(storagePeriodsTable.periodStart, period.start),
-      ),
-    );
-  if (existing[0]?.status === "paid") return "paid";
+  if ((await recordedPeriodStatus(tx, wallet.accountId, period)) === "paid") return "paid";
   const price = tier.pricePerPeriod;
   let status: "paid" | "unpaid" = "unpaid";
   if (wallet.balance - wallet.held >= price) {
@@ -137,16 +143,7 @@ export async function getStorageBilling(
     deps.settings.storageTiers[wallet.storageTier as StorageTierName] ?? deps.settings.storageTiers.none;
   let status: StoragePeriodStatus = "none";
   if (tier.pricePerPeriod > 0) {
-    const rows = await deps.db
-      .select({ status: storagePeriodsTable.status })
-      .from(storagePeriodsTable)
-      .where(
-        and(
-          eq(storagePeriodsTable.accountId, wallet.accountId),
-          eq(storagePeriodsTable.periodStart, period.start),
-        ),
-      );
-    status = rows[0]?.status === "paid" ? "paid" : "unpaid";
+    status = (await recordedPeriodStatus(deps.db, wallet.accountId, period)) === "paid" ? "paid" : "unpaid";
   }
   return {
     tier: tier.tier,
