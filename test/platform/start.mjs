@@ -149,8 +149,10 @@ async function main() {
   startedPeers = peers.filter((p) => !before.has(p));
   const env = peerEnv();
 
+  const buildStarted = Date.now();
   say("building workspaces (tsc -b)");
   run("npx", ["tsc", "-b", ...services.map((s) => s.dir)], { stdio: ["ignore", "inherit", "inherit"] });
+  say(`built in ${((Date.now() - buildStarted) / 1000).toFixed(1)} s`);
 
   const pgliteRoot = process.env.PGLITE_ROOT ?? path.join(stateDir, "pglite");
   mkdirSync(pgliteRoot, { recursive: true });
@@ -174,9 +176,15 @@ async function main() {
     delete own.TEST_DATABASE_URL;
     delete own.REDIS_URL;
     startService(service, own);
-    await waitReady(service);
-    say(`${service.name} ready on http://127.0.0.1:${service.port}`);
   }
+  // All at once: each service becomes ready on its own (its peers are already up), so start-up takes as long
+  // as the slowest, not the sum.
+  await Promise.all(
+    services.map(async (service) => {
+      await waitReady(service);
+      say(`${service.name} ready on http://127.0.0.1:${service.port}`);
+    }),
+  );
   const base = common.PUBLIC_BASE_URL;
   say(`platform up in ${((Date.now() - began) / 1000).toFixed(1)} s — gateway at ${base}`);
   say(`  contract:  curl ${base}/openapi.json`);
