@@ -21,6 +21,7 @@ import { createUpstreamProxy } from "./http/upstream-proxy";
 import { createOidcClient, type OidcClient } from "./portal/oidc-login";
 import { portalCookieSecret } from "./portal/portal-config";
 import { portalRoutes } from "./portal/portal-routes";
+import { createBrowserSessions } from "./portal/session-refresh";
 
 export interface GatewayDeps {
   config: GatewayConfig;
@@ -94,14 +95,25 @@ export function createApp(deps: GatewayDeps): Express {
   const app = createBaseApp({ logger, readiness, jsonLimit: false, trustProxy: config.TRUST_PROXY });
   app.use(securityHeaders(config.PUBLIC_BASE_URL));
 
+  const cookieSecret = portalCookieSecret(config);
+  const oidc =
+    deps.oidc ?? createOidcClient({ issuer: config.OIDC_ISSUER, clientId: config.PORTAL_OIDC_CLIENT_ID });
+  const browserSessions = createBrowserSessions({
+    publicBaseUrl: config.PUBLIC_BASE_URL,
+    sessionCookieName: config.SESSION_COOKIE_NAME,
+    cookieSecret,
+    oidc,
+    verifier,
+    logger,
+  });
   app.use(
     portalRoutes({
       publicBaseUrl: config.PUBLIC_BASE_URL,
       sessionCookieName: config.SESSION_COOKIE_NAME,
-      cookieSecret: portalCookieSecret(config),
-      oidc:
-        deps.oidc ?? createOidcClient({ issuer: config.OIDC_ISSUER, clientId: config.PORTAL_OIDC_CLIENT_ID }),
+      cookieSecret,
+      oidc,
       verifier,
+      sessions: browserSessions,
       logger,
       limit: limiters.forBucket({ bucket: "read", scope: "ip" }),
     }),
@@ -138,8 +150,9 @@ export function createApp(deps: GatewayDeps): Express {
     next(AppError.notFound("Route not found"));
   };
 
-  // Bearer header, or the session cookie (writes only from PUBLIC_BASE_URL's origin). Failed attempts
-  // count against the client IP's bucket so credential guessing is limited too.
+  // Bearer header, or the session cookie (writes only from PUBLIC_BASE_URL's origin); a browser whose
+  // access cookie is missing or expired is refreshed from its refresh cookie under the same origin rule.
+  // Failed attempts count against the client IP's bucket so credential guessing is limited too.
   const authenticate: RequestHandler = async (req, res, next) => {
     const route = routeOf(res);
     if (route.public) {
@@ -150,13 +163,33 @@ export function createApp(deps: GatewayDeps): Express {
       cookieName: config.SESSION_COOKIE_NAME,
       allowedOrigin: config.PUBLIC_BASE_URL,
     });
+    const locals = res.locals as GatewayLocals;
     try {
-      if (!credential) throw AppError.unauthenticated();
-      const principal = await verifier.verify(credential.token);
-      const locals = res.locals as GatewayLocals;
-      locals.principal = principal;
-      locals.accessToken = credential.token;
-      locals.credentialSource = credential.source;
+      if (credential) {
+        // A bearer that fails is final; a failing access cookie falls through to the refresh cookie.
+        const principal = await verifier.verify(credential.token).catch((err: unknown) => {
+          if (credential.source !== "cookie") throw err;
+          return null;
+        });
+        if (principal) {
+          locals.principal = principal;
+          locals.accessToken = credential.token;
+          locals.credentialSource = credential.source;
+          next();
+          return;
+        }
+      }
+      const refreshed = await browserSessions.refresh(req);
+      if (refreshed.kind === "unavailable") {
+        next(AppError.unavailable("The identity provider is unavailable; try again shortly", 5));
+        return;
+      }
+      if (refreshed.kind === "signed-out") res.append("Set-Cookie", refreshed.setCookies);
+      if (refreshed.kind !== "refreshed") throw AppError.unauthenticated();
+      res.append("Set-Cookie", refreshed.setCookies);
+      locals.principal = refreshed.principal;
+      locals.accessToken = refreshed.accessToken;
+      locals.credentialSource = "cookie";
       next();
     } catch {
       if (!route.rateLimit) {

@@ -71,7 +71,7 @@ export const gatewayEnvSchema = z.object({
     .min(32, "must be at least 32 characters")
     .optional()
     .describe(
-      "Signs the portal's short-lived login-state cookie (OIDC state + PKCE verifier); required in production",
+      "Signs the portal's login-state cookie (OIDC state + PKCE verifier) and encrypts its refresh-token cookie (cgs_refresh); required in production",
     ),
 });
 

@@ -50,12 +50,53 @@ export function openLoginState(
 export interface OidcEndpoints {
   authorization_endpoint: string;
   token_endpoint: string;
+  /** RP-initiated logout; with a refresh token it ends the identity provider's session server-side. */
+  end_session_endpoint?: string;
+}
+
+/** What the token endpoint answered (code exchange or refresh). */
+export interface OidcTokens {
+  accessToken: string;
+  /** Absent when the provider issues none (then the browser session ends with the access token). */
+  refreshToken?: string;
+  /** Seconds the refresh token stays usable (Keycloak's refresh_expires_in: the SSO idle timeout). */
+  refreshExpiresIn?: number;
+}
+
+/** The identity provider refused the refresh token (expired, revoked, session ended): sign the browser out. */
+export class RefreshRejectedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "RefreshRejectedError";
+  }
 }
 
 export interface OidcClient {
   authorizationUrl(params: { state: string; challenge: string; redirectUri: string }): Promise<string>;
-  /** Exchanges the code (with the PKCE verifier) for an access token; throws on any failure. */
-  exchangeCode(params: { code: string; verifier: string; redirectUri: string }): Promise<string>;
+  /** Exchanges the code (with the PKCE verifier) for tokens; throws on any failure. */
+  exchangeCode(params: { code: string; verifier: string; redirectUri: string }): Promise<OidcTokens>;
+  /**
+   * grant_type=refresh_token. Throws RefreshRejectedError when the provider refuses the token (HTTP 400/401),
+   * any other error when it cannot be reached or fails.
+   */
+  refresh(refreshToken: string): Promise<OidcTokens>;
+  /** Ends the provider's session the refresh token belongs to (which also revokes the token); best effort. */
+  logout(refreshToken: string): Promise<void>;
+}
+
+interface TokenResponse {
+  access_token?: string;
+  refresh_token?: string;
+  refresh_expires_in?: number;
+}
+
+function toTokens(body: TokenResponse, what: string): OidcTokens {
+  if (!body.access_token) throw new Error(`${what} answered no access_token`);
+  return {
+    accessToken: body.access_token,
+    refreshToken: body.refresh_token || undefined,
+    refreshExpiresIn: typeof body.refresh_expires_in === "number" ? body.refresh_expires_in : undefined,
+  };
 }
 
 /** The portal's public OIDC client: endpoints from the issuer's discovery document, fetched once. */
@@ -74,13 +115,24 @@ export function createOidcClient(options: {
       if (!res.ok) throw new Error(`OIDC discovery failed with HTTP ${res.status}`);
       const doc = (await res.json()) as Partial<OidcEndpoints>;
       if (!doc.authorization_endpoint || !doc.token_endpoint) throw new Error("OIDC discovery is incomplete");
-      return { authorization_endpoint: doc.authorization_endpoint, token_endpoint: doc.token_endpoint };
+      return {
+        authorization_endpoint: doc.authorization_endpoint,
+        token_endpoint: doc.token_endpoint,
+        end_session_endpoint: doc.end_session_endpoint,
+      };
     })();
     endpoints.catch(() => {
       endpoints = undefined;
     });
     return endpoints;
   };
+  const post = async (url: string, form: Record<string, string>) =>
+    fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ ...form, client_id: options.clientId }),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
 
   return {
     async authorizationUrl({ state, challenge, redirectUri }) {
@@ -97,22 +149,33 @@ export function createOidcClient(options: {
       return url.toString();
     },
     async exchangeCode({ code, verifier, redirectUri }) {
-      const res = await fetch((await discover()).token_endpoint, {
-        method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({
-          grant_type: "authorization_code",
-          code,
-          redirect_uri: redirectUri,
-          client_id: options.clientId,
-          code_verifier: verifier,
-        }),
-        signal: AbortSignal.timeout(timeoutMs),
+      const res = await post((await discover()).token_endpoint, {
+        grant_type: "authorization_code",
+        code,
+        redirect_uri: redirectUri,
+        code_verifier: verifier,
       });
       if (!res.ok) throw new Error(`code exchange failed with HTTP ${res.status}`);
-      const body = (await res.json()) as { access_token?: string };
-      if (!body.access_token) throw new Error("code exchange answered no access_token");
-      return body.access_token;
+      return toTokens((await res.json()) as TokenResponse, "code exchange");
+    },
+    async refresh(refreshToken) {
+      const res = await post((await discover()).token_endpoint, {
+        grant_type: "refresh_token",
+        refresh_token: refreshToken,
+      });
+      if (res.status === 400 || res.status === 401) {
+        const body = (await res.json().catch(() => ({}))) as { error?: string };
+        throw new RefreshRejectedError(`refresh refused: ${body.error ?? `HTTP ${res.status}`}`);
+      }
+      if (!res.ok) throw new Error(`refresh failed with HTTP ${res.status}`);
+      return toTokens((await res.json()) as TokenResponse, "refresh");
+    },
+    async logout(refreshToken) {
+      const endpoint = (await discover()).end_session_endpoint;
+      if (!endpoint) return;
+      const res = await post(endpoint, { refresh_token: refreshToken });
+      await res.body?.cancel();
+      if (!res.ok && res.status !== 400) throw new Error(`logout failed with HTTP ${res.status}`);
     },
   };
 }

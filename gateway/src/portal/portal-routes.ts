@@ -3,6 +3,8 @@ import type { Logger } from "pino";
 import { AppError, isSameOriginRequest, readCookie, type JwtVerifier } from "@cgs/shared";
 import { codeChallenge, newLoginState, openLoginState, sealLoginState, type OidcClient } from "./oidc-login";
 import { portalAssets } from "./portal-assets";
+import { portalCookie as cookie } from "./portal-cookies";
+import type { BrowserSessions } from "./session-refresh";
 import {
   accountPage,
   forgotPasswordPage,
@@ -22,27 +24,14 @@ export interface PortalOptions {
   cookieSecret: string;
   oidc: OidcClient;
   verifier: JwtVerifier;
+  /** Builds and clears the session + refresh cookies. */
+  sessions: BrowserSessions;
   logger: Logger;
   /** Per-IP limiter for the routes that call the identity provider. */
   limit: RequestHandler;
 }
 
 const BANNERS = new Set<LoginBanner>(["password-updated", "signin-failed", "signed-out"]);
-
-function cookie(
-  name: string,
-  value: string,
-  attrs: { maxAgeSeconds: number; path: string; secure: boolean },
-) {
-  return [
-    `${name}=${value}`,
-    `Max-Age=${Math.max(0, Math.floor(attrs.maxAgeSeconds))}`,
-    `Path=${attrs.path}`,
-    "HttpOnly",
-    "SameSite=Lax",
-    ...(attrs.secure ? ["Secure"] : []),
-  ].join("; ");
-}
 
 function html(res: Response, body: string): void {
   res.setHeader("Cache-Control", "no-store");
@@ -117,12 +106,11 @@ export function portalRoutes(options: PortalOptions): Router {
     if (typeof state !== "string" || state !== saved.state) return failed("state mismatch");
     if (typeof code !== "string" || code === "") return failed("no authorization code");
     try {
-      const accessToken = await options.oidc.exchangeCode({ code, verifier: saved.verifier, redirectUri });
-      const principal = await options.verifier.verify(accessToken);
-      const maxAge = (principal.expiresAt.getTime() - Date.now()) / 1000;
+      const tokens = await options.oidc.exchangeCode({ code, verifier: saved.verifier, redirectUri });
+      const principal = await options.verifier.verify(tokens.accessToken);
       res.setHeader("Set-Cookie", [
         clearState,
-        cookie(options.sessionCookieName, accessToken, { maxAgeSeconds: maxAge, path: "/", secure }),
+        ...(await options.sessions.cookiesFor(tokens, principal.expiresAt)),
       ]);
       res.redirect(302, "/account");
     } catch (err) {
@@ -130,17 +118,21 @@ export function portalRoutes(options: PortalOptions): Router {
     }
   });
 
-  router.post("/logout", (req, res) => {
+  router.post("/logout", async (req, res) => {
     res.setHeader("Cache-Control", "no-store");
     // A cross-site form must not sign the user out.
     if (!isSameOriginRequest(req, options.publicBaseUrl)) {
       res.redirect(303, "/account");
       return;
     }
-    res.setHeader(
-      "Set-Cookie",
-      cookie(options.sessionCookieName, "", { maxAgeSeconds: 0, path: "/", secure }),
-    );
+    const refreshToken = await options.sessions.refreshTokenOf(req);
+    if (refreshToken) {
+      // Ends the identity provider's session (revoking the refresh token); best effort: the cookies go anyway.
+      await options.oidc.logout(refreshToken).catch((err: unknown) => {
+        options.logger.warn({ err }, "portal sign-out could not end the identity provider session");
+      });
+    }
+    res.setHeader("Set-Cookie", options.sessions.clearCookies());
     res.redirect(303, "/login?status=signed-out");
   });
 

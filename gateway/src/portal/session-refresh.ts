@@ -1,0 +1,206 @@
+import { hkdfSync } from "node:crypto";
+import type { Request } from "express";
+import { CompactEncrypt, compactDecrypt } from "jose";
+import type { Logger } from "pino";
+import { isSameOriginRequest, readCookie, type JwtVerifier, type Principal } from "@cgs/shared";
+import { RefreshRejectedError, type OidcClient, type OidcTokens } from "./oidc-login";
+import { portalCookie, refreshCookieSecure } from "./portal-cookies";
+
+export const REFRESH_COOKIE = "cgs_refresh";
+/** Used when the provider does not say how long its refresh token lives: the spec's idle session lifetime. */
+const DEFAULT_REFRESH_LIFETIME_SECONDS = 30 * 24 * 3600;
+/**
+ * How long a finished refresh stays shared with requests carrying the same (old) refresh token: covers
+ * requests the browser sent before the first answer's Set-Cookie arrived.
+ */
+const SINGLE_FLIGHT_GRACE_MS = 30_000;
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+interface RefreshCookiePayload {
+  rt: string;
+  /** Epoch seconds after which the cookie is refused, whatever the browser's jar did with Max-Age. */
+  exp: number;
+}
+
+/** A 256-bit key for the refresh cookie only, derived so the login-state HMAC key is never reused as is. */
+function refreshCookieKey(secret: string): Uint8Array {
+  return new Uint8Array(hkdfSync("sha256", secret, "cgs-portal", "cgs_refresh cookie A256GCM", 32));
+}
+
+/** JWE (dir, A256GCM): the refresh token is unreadable and tamper-evident even if the cookie is logged. */
+export async function sealRefreshToken(
+  refreshToken: string,
+  lifetimeSeconds: number,
+  secret: string,
+  now = Date.now(),
+): Promise<string> {
+  const payload: RefreshCookiePayload = { rt: refreshToken, exp: Math.floor(now / 1000) + lifetimeSeconds };
+  return new CompactEncrypt(new TextEncoder().encode(JSON.stringify(payload)))
+    .setProtectedHeader({ alg: "dir", enc: "A256GCM" })
+    .encrypt(refreshCookieKey(secret));
+}
+
+/** The refresh token inside a cookie this gateway sealed, or null (absent, tampered, other key, expired). */
+export async function openRefreshToken(
+  value: string | undefined,
+  secret: string,
+  now = Date.now(),
+): Promise<string | null> {
+  if (!value) return null;
+  try {
+    const { plaintext } = await compactDecrypt(value, refreshCookieKey(secret), {
+      keyManagementAlgorithms: ["dir"],
+      contentEncryptionAlgorithms: ["A256GCM"],
+    });
+    const payload = JSON.parse(new TextDecoder().decode(plaintext)) as Partial<RefreshCookiePayload>;
+    if (typeof payload.rt !== "string" || typeof payload.exp !== "number") return null;
+    if (payload.exp * 1000 <= now) return null;
+    return payload.rt;
+  } catch {
+    return null;
+  }
+}
+
+export type BrowserRefreshOutcome =
+  /** No refresh cookie, or cookies may not be used for this request: answer as without a session. */
+  | { kind: "none" }
+  | { kind: "refreshed"; accessToken: string; principal: Principal; setCookies: string[] }
+  /** Tampered cookie or the provider refused the token: clear both cookies, answer 401. */
+  | { kind: "signed-out"; setCookies: string[] }
+  /** The provider could not be reached: keep the cookies (an outage must not sign everyone out), answer 503. */
+  | { kind: "unavailable" };
+
+type SharedRefresh =
+  | { kind: "refreshed"; accessToken: string; principal: Principal; setCookies: string[] }
+  | { kind: "rejected" }
+  | { kind: "unavailable" };
+
+export interface BrowserSessionOptions {
+  publicBaseUrl: string;
+  sessionCookieName: string;
+  cookieSecret: string;
+  oidc: OidcClient;
+  verifier: JwtVerifier;
+  logger: Logger;
+}
+
+export interface BrowserSessions {
+  /** Set-Cookie values for a fresh token set (sign-in callback and refresh). */
+  cookiesFor(tokens: OidcTokens, accessExpiresAt: Date): Promise<string[]>;
+  /** Set-Cookie values deleting both session cookies. */
+  clearCookies(): string[];
+  /** For a request whose access cookie is missing or no longer valid: refresh it from the refresh cookie. */
+  refresh(req: Request): Promise<BrowserRefreshOutcome>;
+  /** The refresh token in the request's cookie, if any (logout revokes it). */
+  refreshTokenOf(req: Request): Promise<string | null>;
+}
+
+/**
+ * The browser's session: a short-lived access token in the session cookie and the identity provider's
+ * refresh token, encrypted, in cgs_refresh. Refreshes are single-flight per refresh token in this process,
+ * so concurrent requests from one browser share one token-endpoint call and set the same cookies.
+ */
+export function createBrowserSessions(options: BrowserSessionOptions): BrowserSessions {
+  const sessionSecure = options.publicBaseUrl.startsWith("https://");
+  const refreshSecure = refreshCookieSecure(options.publicBaseUrl);
+  const inFlight = new Map<string, Promise<SharedRefresh>>();
+
+  const clearCookies = () => [
+    portalCookie(options.sessionCookieName, "", { maxAgeSeconds: 0, path: "/", secure: sessionSecure }),
+    portalCookie(REFRESH_COOKIE, "", {
+      maxAgeSeconds: 0,
+      path: "/",
+      secure: refreshSecure,
+      sameSite: "Strict",
+    }),
+  ];
+
+  const cookiesFor = async (tokens: OidcTokens, accessExpiresAt: Date): Promise<string[]> => {
+    const cookies = [
+      portalCookie(options.sessionCookieName, tokens.accessToken, {
+        maxAgeSeconds: (accessExpiresAt.getTime() - Date.now()) / 1000,
+        path: "/",
+        secure: sessionSecure,
+      }),
+    ];
+    if (tokens.refreshToken) {
+      const lifetime =
+        tokens.refreshExpiresIn && tokens.refreshExpiresIn > 0
+          ? tokens.refreshExpiresIn
+          : DEFAULT_REFRESH_LIFETIME_SECONDS;
+      cookies.push(
+        portalCookie(
+          REFRESH_COOKIE,
+          await sealRefreshToken(tokens.refreshToken, lifetime, options.cookieSecret),
+          {
+            maxAgeSeconds: lifetime,
+            path: "/",
+            secure: refreshSecure,
+            sameSite: "Strict",
+          },
+        ),
+      );
+    }
+    return cookies;
+  };
+
+  const runRefresh = async (refreshToken: string): Promise<SharedRefresh> => {
+    let tokens: OidcTokens;
+    try {
+      tokens = await options.oidc.refresh(refreshToken);
+    } catch (err) {
+      if (err instanceof RefreshRejectedError) {
+        options.logger.info({ reason: err.message }, "browser session refresh refused");
+        return { kind: "rejected" };
+      }
+      options.logger.warn({ err }, "browser session refresh could not reach the identity provider");
+      return { kind: "unavailable" };
+    }
+    try {
+      const principal = await options.verifier.verify(tokens.accessToken);
+      const setCookies = await cookiesFor(tokens, principal.expiresAt);
+      return { kind: "refreshed", accessToken: tokens.accessToken, principal, setCookies };
+    } catch (err) {
+      options.logger.warn({ err }, "refreshed access token failed verification");
+      return { kind: "rejected" };
+    }
+  };
+
+  const sharedRefresh = (refreshToken: string): Promise<SharedRefresh> => {
+    const existing = inFlight.get(refreshToken);
+    if (existing) return existing;
+    const flight = runRefresh(refreshToken);
+    inFlight.set(refreshToken, flight);
+    void flight.then((result) => {
+      if (result.kind === "unavailable") {
+        inFlight.delete(refreshToken);
+        return;
+      }
+      setTimeout(() => inFlight.delete(refreshToken), SINGLE_FLIGHT_GRACE_MS).unref();
+    });
+    return flight;
+  };
+
+  const refreshTokenOf = (req: Request) =>
+    openRefreshToken(readCookie(req.headers.cookie, REFRESH_COOKIE), options.cookieSecret);
+
+  return {
+    cookiesFor,
+    clearCookies,
+    refreshTokenOf,
+    async refresh(req) {
+      // Same rules as the session cookie: never for bearer callers, never for writes from another origin.
+      if (req.headers.authorization !== undefined) return { kind: "none" };
+      if (!SAFE_METHODS.has(req.method) && !isSameOriginRequest(req, options.publicBaseUrl)) {
+        return { kind: "none" };
+      }
+      const raw = readCookie(req.headers.cookie, REFRESH_COOKIE);
+      if (!raw) return { kind: "none" };
+      const refreshToken = await openRefreshToken(raw, options.cookieSecret);
+      if (!refreshToken) return { kind: "signed-out", setCookies: clearCookies() };
+      const result = await sharedRefresh(refreshToken);
+      if (result.kind === "rejected") return { kind: "signed-out", setCookies: clearCookies() };
+      return result;
+    },
+  };
+}
