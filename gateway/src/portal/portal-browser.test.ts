@@ -1,107 +1,27 @@
-import { existsSync } from "node:fs";
-import http from "node:http";
-import path from "node:path";
-import pino from "pino";
-import { chromium, type Browser } from "playwright-core";
-import { createJwtVerifier, loadConfig, oidcSettings, startServer, type RunningServer } from "@cgs/shared";
-import { openTestDatabase, type OpenedTestDatabase } from "@cgs/shared/testing/db";
+import type { Browser } from "playwright-core";
 import { createTestUser, totpCode, uniqueEmail, type TestUser } from "@cgs/shared/testing/keycloak";
 import { waitForMail } from "@cgs/shared/testing/mail";
-import { createApp as createAccountsApp } from "../../../services/accounts/src/app";
-import { accountsConfigSchema } from "../../../services/accounts/src/config";
-import * as accountsSchema from "../../../services/accounts/src/data/schema";
 import {
-  startAuthProxy,
-  type AuthProxyHarness,
-} from "../../../services/auth-proxy/src/testing/auth-proxy-harness";
-import { createApp } from "../app";
-import { loadGatewayConfig } from "../config";
-import { closedPortUrl } from "../testing/gateway-harness";
+  describeWithChromium,
+  startPortalBrowserHarness,
+  type PortalBrowserHarness,
+} from "../testing/portal-browser-harness";
 
-const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
-const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium) {
-  if (process.env.CI === "true") {
-    throw new Error(
-      `Chromium is required in CI for the portal browser test: ${CHROMIUM} is missing (test/peers/chromium.sh)`,
-    );
-  }
-  console.warn(
-    `\n*** SKIPPING the portal browser test: ${CHROMIUM} is missing. Install it with: bash test/peers/chromium.sh ***\n`,
-  );
-}
-const describeBrowser = haveChromium ? describe : describe.skip;
-
-const KEYCLOAK = process.env.KEYCLOAK_URL || "http://127.0.0.1:8081";
-const ISSUER = `${KEYCLOAK}/realms/cgs`;
-const logger = pino({ level: "silent" });
-
-describeBrowser("portal in a real browser", () => {
+describeWithChromium("the portal browser test")("portal in a real browser", () => {
+  let portal: PortalBrowserHarness;
   let browser: Browser;
-  let gateway: RunningServer;
-  let accounts: RunningServer;
-  let accountsDb: OpenedTestDatabase<typeof accountsSchema>;
-  let authProxy: AuthProxyHarness;
-  let user: TestUser;
   let base: string;
+  let user: TestUser;
 
   beforeAll(async () => {
-    const oidcEnv = { OIDC_ISSUER: ISSUER, OIDC_AUDIENCE: "cgs-api", LOG_LEVEL: "silent" };
-    accountsDb = await openTestDatabase("pglite", "portal_accounts", {
-      schema: accountsSchema,
-      migrationsFolder: path.join(__dirname, "../../../services/accounts/drizzle"),
-    });
-    const accountsConfig = loadConfig(accountsConfigSchema, oidcEnv);
-    accounts = await startServer(
-      createAccountsApp({
-        config: accountsConfig,
-        logger,
-        database: accountsDb,
-        verifier: createJwtVerifier(oidcSettings(accountsConfig)),
-      }),
-      { port: 0, logger, shutdownGraceMs: 500 },
-    );
-
-    // The gateway's public origin must be known before it listens: reserve a port, then bind it.
-    base = await closedPortUrl();
-    authProxy = await startAuthProxy({ db: "pglite", env: { PUBLIC_BASE_URL: base } });
-    const down = await closedPortUrl();
-    const config = loadGatewayConfig({
-      ...oidcEnv,
-      PORT: new URL(base).port,
-      PUBLIC_BASE_URL: base,
-      ACCOUNTS_URL: accounts.url,
-      AUTH_PROXY_URL: authProxy.url,
-      SESSIONS_URL: down,
-      BILLING_URL: down,
-    });
-    const agent = new http.Agent({ keepAlive: true });
-    gateway = await startServer(
-      createApp({ config, logger, verifier: createJwtVerifier(oidcSettings(config)), upstreamAgent: agent }),
-      { port: config.PORT, logger, shutdownGraceMs: 500, onClose: () => agent.destroy() },
-    );
-
+    portal = await startPortalBrowserHarness("portal");
+    ({ browser, base } = portal);
     user = await createTestUser(uniqueEmail("browser"), { password: "Original-pass-1", totp: true });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--no-first-run",
-      ],
-    });
   }, 120_000);
 
   afterAll(async () => {
-    await browser?.close();
     await user?.remove();
-    await gateway?.stop();
-    await authProxy?.close();
-    await accounts?.stop();
-    await accountsDb?.destroy();
+    await portal?.close();
   });
 
   it("when a user resets the password in the portal, then the new password signs in and the old one is refused", async () => {

@@ -1,0 +1,102 @@
+import { existsSync } from "node:fs";
+import http from "node:http";
+import path from "node:path";
+import pino from "pino";
+import { chromium, type Browser } from "playwright-core";
+import { createJwtVerifier, loadConfig, oidcSettings, startServer } from "@cgs/shared";
+import { openTestDatabase } from "@cgs/shared/testing/db";
+import { createApp as createAccountsApp } from "../../../services/accounts/src/app";
+import { accountsConfigSchema } from "../../../services/accounts/src/config";
+import * as accountsSchema from "../../../services/accounts/src/data/schema";
+import { startAuthProxy } from "../../../services/auth-proxy/src/testing/auth-proxy-harness";
+import { createApp } from "../app";
+import { loadGatewayConfig } from "../config";
+import { closedPortUrl } from "./gateway-harness";
+
+const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
+const KEYCLOAK = process.env.KEYCLOAK_URL || "http://127.0.0.1:8081";
+const logger = pino({ level: "silent" });
+
+/** `describe` when Debian's Chromium is installed; CI must have it, elsewhere the suite is skipped loudly. */
+export function describeWithChromium(suite: string): jest.Describe {
+  if (existsSync(CHROMIUM)) return describe;
+  if (process.env.CI === "true") {
+    throw new Error(
+      `Chromium is required in CI for ${suite}: ${CHROMIUM} is missing (test/peers/chromium.sh)`,
+    );
+  }
+  console.warn(
+    `\n*** SKIPPING ${suite}: ${CHROMIUM} is missing. Install it with: bash test/peers/chromium.sh ***\n`,
+  );
+  return describe.skip;
+}
+
+export interface PortalBrowserHarness {
+  /** The gateway's public origin, where the portal pages are served. */
+  base: string;
+  browser: Browser;
+  close(): Promise<void>;
+}
+
+/**
+ * The portal as a browser meets it: a gateway (portal pages, cookie auth) in front of the real accounts and
+ * auth-proxy services on PGlite, against the real Keycloak, plus a headless Chromium.
+ */
+export async function startPortalBrowserHarness(name: string): Promise<PortalBrowserHarness> {
+  const oidcEnv = { OIDC_ISSUER: `${KEYCLOAK}/realms/cgs`, OIDC_AUDIENCE: "cgs-api", LOG_LEVEL: "silent" };
+  const accountsDb = await openTestDatabase("pglite", `${name}_accounts`, {
+    schema: accountsSchema,
+    migrationsFolder: path.join(__dirname, "../../../services/accounts/drizzle"),
+  });
+  const accountsConfig = loadConfig(accountsConfigSchema, oidcEnv);
+  const accounts = await startServer(
+    createAccountsApp({
+      config: accountsConfig,
+      logger,
+      database: accountsDb,
+      verifier: createJwtVerifier(oidcSettings(accountsConfig)),
+    }),
+    { port: 0, logger, shutdownGraceMs: 500 },
+  );
+
+  // The gateway's public origin must be known before it listens: reserve a port, then bind it.
+  const base = await closedPortUrl();
+  const authProxy = await startAuthProxy({ db: "pglite", env: { PUBLIC_BASE_URL: base } });
+  const down = await closedPortUrl();
+  const config = loadGatewayConfig({
+    ...oidcEnv,
+    PORT: new URL(base).port,
+    PUBLIC_BASE_URL: base,
+    ACCOUNTS_URL: accounts.url,
+    AUTH_PROXY_URL: authProxy.url,
+    SESSIONS_URL: down,
+    BILLING_URL: down,
+  });
+  const agent = new http.Agent({ keepAlive: true });
+  const gateway = await startServer(
+    createApp({ config, logger, verifier: createJwtVerifier(oidcSettings(config)), upstreamAgent: agent }),
+    { port: config.PORT, logger, shutdownGraceMs: 500, onClose: () => agent.destroy() },
+  );
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--no-first-run",
+    ],
+  });
+  return {
+    base,
+    browser,
+    async close() {
+      await browser.close();
+      await gateway.stop();
+      await authProxy.close();
+      await accounts.stop();
+      await accountsDb.destroy();
+    },
+  };
+}
