@@ -40,11 +40,24 @@ export async function createTestDatabase(prefix: string): Promise<TestDatabase> 
   return {
     url: url.toString(),
     name,
-    drop: () =>
-      withAdminClient((client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(
-        () => undefined,
-      ),
+    drop: () => dropDatabase(name),
   };
+}
+
+/**
+ * DROP … WITH (FORCE) ends our own sessions, but a non-superuser may not end an autovacuum worker that
+ * happens to be on the database (42501); it finishes within moments, so try again briefly.
+ */
+async function dropDatabase(name: string): Promise<void> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await withAdminClient((client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== "42501" || attempt >= 20) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
 }
 
 export const testDatabaseKinds: readonly DatabaseKind[] = ["postgres", "pglite"];
