@@ -67,7 +67,7 @@ async function keycloakUserToken(): Promise<{ accessToken: string; userId: strin
   const userId = created.headers.get("location")!.split("/").pop()!;
   const login = await form(`${ISSUER}/protocol/openid-connect/token`, {
     grant_type: "password",
-    client_id: "cgs-cli",
+    client_id: "cgs-test",
     username: email,
     password,
     scope: "openid",

@@ -1,6 +1,8 @@
-// `npm run --silent token -- <email>`: prints an access token for a local user of the platform's Keycloak realm.
+// `npm run --silent token -- [--session] <email>`: prints an access token for a local user of the platform's
+// Keycloak realm, or with --session the pair `{"accessToken": …, "refreshToken": …}` an SDK session takes.
 // The user is found or created through the cgs-admin service account (e-mail verified, enabled, a deterministic
-// local password), then signed in with a password grant through the public cgs-cli client.
+// local password), then signed in with a password grant through cgs-test, a client that only the local realm
+// carries (never configure it in production: the password grant skips second factors).
 // Only the token goes to stdout, so `TOKEN=$(npm run --silent token -- you@example.com)` works.
 import process from "node:process";
 
@@ -8,7 +10,7 @@ const baseUrl = (process.env.KEYCLOAK_URL ?? "http://127.0.0.1:8081").replace(/\
 const realm = process.env.KEYCLOAK_REALM ?? "cgs";
 const adminClientId = process.env.KEYCLOAK_ADMIN_CLIENT_ID ?? "cgs-admin";
 const adminClientSecret = process.env.KEYCLOAK_ADMIN_CLIENT_SECRET ?? "cgs-admin-local-secret";
-const cliClientId = process.env.KEYCLOAK_CLI_CLIENT_ID ?? "cgs-cli";
+const testClientId = process.env.KEYCLOAK_TEST_CLIENT_ID ?? "cgs-test";
 const password = process.env.LOCAL_USER_PASSWORD ?? "local-dev-password";
 
 class UsageError extends Error {}
@@ -125,7 +127,7 @@ async function repairUser(admin, user) {
 async function passwordGrant(email) {
   return tokenRequest({
     grant_type: "password",
-    client_id: cliClientId,
+    client_id: testClientId,
     username: email,
     password,
     scope: "openid",
@@ -133,8 +135,12 @@ async function passwordGrant(email) {
 }
 
 async function main() {
-  const raw = process.argv[2];
-  if (!raw) throw new UsageError("usage: npm run --silent token -- <email>");
+  const args = process.argv.slice(2);
+  const session = args.includes("--session");
+  const raw = args.find((a) => !a.startsWith("--"));
+  if (!raw || args.some((a) => a.startsWith("--") && a !== "--session")) {
+    throw new UsageError("usage: npm run --silent token -- [--session] <email>");
+  }
   const email = raw.trim().toLowerCase();
   if (!/^[^\s@]+@[^\s@]+\.[^\s@.]{2,}$/.test(email))
     throw new UsageError(`not a valid e-mail address: ${raw}`);
@@ -150,8 +156,8 @@ async function main() {
     res = await passwordGrant(email);
   }
   if (!res.ok) throw new UsageError(`sign-in for ${email} failed: ${await describe(res)}`);
-  const { access_token: accessToken } = await res.json();
-  process.stdout.write(`${accessToken}\n`);
+  const { access_token: accessToken, refresh_token: refreshToken } = await res.json();
+  process.stdout.write(session ? `${JSON.stringify({ accessToken, refreshToken })}\n` : `${accessToken}\n`);
 }
 
 main().catch((err) => fail(err instanceof UsageError ? err.message : (err?.stack ?? String(err))));

@@ -1,12 +1,15 @@
 import { createHmac, randomBytes } from "node:crypto";
 
-/** Keycloak test peer (test/peers): realm cgs, admin client cgs-admin, password-grant client cgs-cli. */
+/**
+ * Keycloak test peer (test/peers): realm cgs, admin client cgs-admin, and cgs-test, the password-grant client that only
+ * the local realm carries (the public cgs-cli client uses the device grant).
+ */
 export const keycloakTestSettings = {
   baseUrl: process.env.KEYCLOAK_URL || "http://127.0.0.1:8081",
   realm: "cgs",
   adminClientId: process.env.KEYCLOAK_ADMIN_CLIENT_ID || "cgs-admin",
   adminClientSecret: process.env.KEYCLOAK_ADMIN_CLIENT_SECRET || "cgs-admin-local-secret",
-  cliClientId: "cgs-cli",
+  testClientId: "cgs-test",
 };
 
 const realmUrl = () => `${keycloakTestSettings.baseUrl}/realms/${keycloakTestSettings.realm}`;
@@ -147,7 +150,7 @@ export interface PasswordGrantResult {
   errorDescription?: string;
 }
 
-/** Signs in with the cgs-cli client's direct grant (password, plus `totp` when the user has a second factor). */
+/** Signs in with the local-only cgs-test client's direct grant (password, plus `totp` when the user has a second factor). */
 export async function passwordGrant(
   username: string,
   password: string,
@@ -157,7 +160,7 @@ export async function passwordGrant(
     method: "POST",
     body: new URLSearchParams({
       grant_type: "password",
-      client_id: keycloakTestSettings.cliClientId,
+      client_id: keycloakTestSettings.testClientId,
       username,
       password,
       scope: "openid",
@@ -179,7 +182,7 @@ export async function refreshGrant(refreshToken: string): Promise<PasswordGrantR
     method: "POST",
     body: new URLSearchParams({
       grant_type: "refresh_token",
-      client_id: keycloakTestSettings.cliClientId,
+      client_id: keycloakTestSettings.testClientId,
       refresh_token: refreshToken,
     }),
   });
