@@ -21,6 +21,7 @@ import { createUpstreamProxy } from "./http/upstream-proxy";
 import { createOidcClient, type OidcClient } from "./portal/oidc-login";
 import { portalCookieSecret } from "./portal/portal-config";
 import { portalRoutes } from "./portal/portal-routes";
+import { createRedisRefreshCoordinator } from "./portal/refresh-coordinator";
 import { createBrowserSessions } from "./portal/session-refresh";
 
 export interface GatewayDeps {
@@ -105,6 +106,7 @@ export function createApp(deps: GatewayDeps): Express {
     oidc,
     verifier,
     logger,
+    coordinator: redis ? createRedisRefreshCoordinator({ redis, secret: cookieSecret, logger }) : undefined,
   });
   app.use(
     portalRoutes({

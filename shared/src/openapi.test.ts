@@ -63,6 +63,7 @@ describe("openapi document", () => {
         "GET /api/v1/sessions/connect sessions",
         "POST /api/v1/sessions/vpn-key sessions",
         "GET /api/v1/credits/me billing",
+        "GET /api/v1/credits/transactions billing",
         "POST /api/v1/credits/topup billing",
         "GET /api/v1/billing/storage billing",
         "POST /api/v1/billing/stripe-webhook billing public",

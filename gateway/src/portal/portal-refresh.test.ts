@@ -1,6 +1,7 @@
 import { execFileSync } from "node:child_process";
 import http from "node:http";
 import pino from "pino";
+import { createClient } from "redis";
 import request from "supertest";
 import { createJwtVerifier, oidcSettings, startServer, type RunningServer } from "@cgs/shared";
 import { createTestUser, uniqueEmail, type TestUser } from "@cgs/shared/testing/keycloak";
@@ -106,6 +107,10 @@ function jar() {
 
 describeKeycloak("portal browser session refresh (real Keycloak)", () => {
   let gateway: RunningServer;
+  /** A second replica behind the same public origin, sharing Redis with the first. */
+  let replica: RunningServer;
+  let replicaBase: string;
+  let redis: ReturnType<typeof createClient>;
   let base: string;
   let config: GatewayConfig;
   let accounts: FakeUpstream;
@@ -116,6 +121,7 @@ describeKeycloak("portal browser session refresh (real Keycloak)", () => {
   let basic: BrowserCookies;
   let concurrent: BrowserCookies;
   let toSignOut: BrowserCookies;
+  let acrossReplicas: BrowserCookies;
 
   /** Authorization code + PKCE with plain HTTP: the gateway's /login/start, Keycloak's form, the callback. */
   async function signIn(): Promise<BrowserCookies> {
@@ -194,8 +200,9 @@ describeKeycloak("portal browser session refresh (real Keycloak)", () => {
     path: string,
     cookies: Partial<Record<"cgs_session" | "cgs_refresh", string>>,
     init: RequestInit = {},
+    origin = base,
   ) =>
-    fetch(`${base}${path}`, {
+    fetch(`${origin}${path}`, {
       ...init,
       redirect: "manual",
       headers: {
@@ -232,20 +239,32 @@ describeKeycloak("portal browser session refresh (real Keycloak)", () => {
         return keycloak.refresh(token);
       },
     };
-    const agent = new http.Agent({ keepAlive: true });
-    gateway = await startServer(
-      createApp({
-        config,
-        logger,
-        // No clock tolerance, so a token is refused as soon as its exp has passed.
-        verifier: createJwtVerifier({ ...oidcSettings(config), clockToleranceSeconds: 0 }),
-        upstreamAgent: agent,
-        oidc: counted,
-      }),
-      { port: config.PORT, logger, shutdownGraceMs: 500, onClose: () => agent.destroy() },
-    );
+    redis = createClient({
+      url: process.env.REDIS_URL || "redis://127.0.0.1:6379",
+      disableOfflineQueue: true,
+    });
+    await redis.connect();
+    const startReplica = async (port: number) => {
+      const agent = new http.Agent({ keepAlive: true });
+      return startServer(
+        createApp({
+          config,
+          logger,
+          // No clock tolerance, so a token is refused as soon as its exp has passed.
+          verifier: createJwtVerifier({ ...oidcSettings(config), clockToleranceSeconds: 0 }),
+          upstreamAgent: agent,
+          oidc: counted,
+          redis: { sendCommand: (args) => redis.sendCommand(args) },
+        }),
+        { port, logger, shutdownGraceMs: 500, onClose: () => agent.destroy() },
+      );
+    };
+    gateway = await startReplica(config.PORT);
+    replicaBase = await closedPortUrl();
+    replica = await startReplica(Number(new URL(replicaBase).port));
     user = await createTestUser(uniqueEmail("refresh"), { password: PASSWORD });
-    [basic, concurrent, toSignOut] = await withShortAccessTokens(async () => [
+    [basic, concurrent, toSignOut, acrossReplicas] = await withShortAccessTokens(async () => [
+      await signIn(),
       await signIn(),
       await signIn(),
       await signIn(),
@@ -256,6 +275,8 @@ describeKeycloak("portal browser session refresh (real Keycloak)", () => {
     if (portalClient) await realmAdmin("DELETE", `/clients/${portalClient.id}`);
     await user?.remove();
     await gateway?.stop();
+    await replica?.stop();
+    await redis?.quit();
     await accounts?.close();
     await sessions?.close();
   });
@@ -323,6 +344,31 @@ describeKeycloak("portal browser session refresh (real Keycloak)", () => {
     expect(refreshCalls).toBe(before + 1);
     expect(cookieValue(a.headers.getSetCookie(), "cgs_session")).toBeDefined();
     expect(a.headers.getSetCookie()).toEqual(b.headers.getSetCookie());
+  });
+
+  it("when two gateway replicas sharing Redis get the same expired browser session at once, then both requests succeed through one refresh and set the same cookies", async () => {
+    await untilExpired(acrossReplicas.session);
+    const before = refreshCalls;
+    const cookies = { cgs_session: acrossReplicas.session, cgs_refresh: acrossReplicas.refresh };
+    const [a, b] = await Promise.all([
+      api("/api/v1/session", cookies),
+      api("/api/v1/session", cookies, {}, replicaBase),
+    ]);
+    // Refresh tokens rotate and a used one is refused: a second token-endpoint call would have signed one out.
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect(refreshCalls).toBe(before + 1);
+    // The same tokens; each replica seals its refresh cookie itself (a fresh IV), so compare what it holds.
+    const [cookiesA, cookiesB] = [a.headers.getSetCookie(), b.headers.getSetCookie()];
+    expect(cookieValue(cookiesA, "cgs_session")).toBe(cookieValue(cookiesB, "cgs_session"));
+    const renewed = cookieValue(cookiesA, "cgs_refresh")!;
+    const rotated = await openRefreshToken(renewed, LOCAL_PORTAL_COOKIE_SECRET);
+    expect(rotated).toBe(
+      await openRefreshToken(cookieValue(cookiesB, "cgs_refresh"), LOCAL_PORTAL_COOKIE_SECRET),
+    );
+    expect(rotated).not.toBe(await openRefreshToken(acrossReplicas.refresh, LOCAL_PORTAL_COOKIE_SECRET));
+    // The rotated refresh cookie keeps working on either replica.
+    const later = await api("/api/v1/session", { cgs_refresh: renewed }, {}, replicaBase);
+    expect(later.status).toBe(200);
   });
 
   it("when the refresh cookie is tampered with or sealed with another secret, then 401 UNAUTHENTICATED and both cookies are cleared", async () => {

@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import { isSameOriginRequest, readCookie, type JwtVerifier, type Principal } from "@cgs/shared";
 import { RefreshRejectedError, type OidcClient, type OidcTokens } from "./oidc-login";
 import { portalCookie, refreshCookieSecure } from "./portal-cookies";
+import { localRefreshCoordinator, type RefreshCoordinator } from "./refresh-coordinator";
 
 export const REFRESH_COOKIE = "cgs_refresh";
 /** Used when the provider does not say how long its refresh token lives: the spec's idle session lifetime. */
@@ -82,6 +83,8 @@ export interface BrowserSessionOptions {
   oidc: OidcClient;
   verifier: JwtVerifier;
   logger: Logger;
+  /** Shares one token-endpoint call per refresh token across gateway replicas; defaults to this process only. */
+  coordinator?: RefreshCoordinator;
 }
 
 export interface BrowserSessions {
@@ -97,13 +100,15 @@ export interface BrowserSessions {
 
 /**
  * The browser's session: a short-lived access token in the session cookie and the identity provider's
- * refresh token, encrypted, in cgs_refresh. Refreshes are single-flight per refresh token in this process,
- * so concurrent requests from one browser share one token-endpoint call and set the same cookies.
+ * refresh token, encrypted, in cgs_refresh. Refreshes are single-flight per refresh token in this process and,
+ * through the coordinator, across replicas: concurrent requests from one browser share one token-endpoint call
+ * and set the same cookies (refresh tokens rotate, so a second call with the old one would sign the browser out).
  */
 export function createBrowserSessions(options: BrowserSessionOptions): BrowserSessions {
   const sessionSecure = options.publicBaseUrl.startsWith("https://");
   const refreshSecure = refreshCookieSecure(options.publicBaseUrl);
   const inFlight = new Map<string, Promise<SharedRefresh>>();
+  const coordinator = options.coordinator ?? localRefreshCoordinator;
 
   const clearCookies = () => [
     portalCookie(options.sessionCookieName, "", { maxAgeSeconds: 0, path: "/", secure: sessionSecure }),
@@ -147,7 +152,7 @@ export function createBrowserSessions(options: BrowserSessionOptions): BrowserSe
   const runRefresh = async (refreshToken: string): Promise<SharedRefresh> => {
     let tokens: OidcTokens;
     try {
-      tokens = await options.oidc.refresh(refreshToken);
+      tokens = await coordinator.run(refreshToken, () => options.oidc.refresh(refreshToken));
     } catch (err) {
       if (err instanceof RefreshRejectedError) {
         options.logger.info({ reason: err.message }, "browser session refresh refused");

@@ -1,0 +1,121 @@
+import { createHash, hkdfSync } from "node:crypto";
+import { CompactEncrypt, compactDecrypt } from "jose";
+import type { Logger } from "pino";
+import type { RedisCommandSender } from "../http/rate-limit-middleware";
+import { RefreshRejectedError, type OidcTokens } from "./oidc-login";
+
+/**
+ * Refresh tokens rotate on every use and a used one is refused, so two gateway replicas refreshing the same
+ * browser session at once would sign it out. The coordinator lets one replica call the token endpoint per
+ * refresh token; the others wait for its result in Redis and set the same cookies.
+ */
+export interface RefreshCoordinator {
+  /** Runs `refresh` at most once across replicas for this refresh token; throws what the winner's refresh threw. */
+  run(refreshToken: string, refresh: () => Promise<OidcTokens>): Promise<OidcTokens>;
+}
+
+export interface RedisRefreshCoordinatorOptions {
+  redis: RedisCommandSender;
+  /** The portal cookie secret: results are stored encrypted under a key derived from it. */
+  secret: string;
+  logger: Logger;
+  /** How long the winner holds the lock: longer than one token-endpoint call (5 s timeout). */
+  lockMs?: number;
+  /** How long a finished result stays readable for requests that still carry the old refresh token. */
+  resultMs?: number;
+  /** Bound on every Redis command: a hung Redis must not hold a request. */
+  commandTimeoutMs?: number;
+  pollMs?: number;
+}
+
+type StoredResult = { kind: "tokens"; tokens: OidcTokens } | { kind: "rejected"; reason: string };
+
+const KEY_PREFIX = "cgs:portal-refresh:";
+
+class RedisUnavailable extends Error {}
+
+/** Without Redis (a single replica) the per-process single flight in session-refresh.ts is enough. */
+export const localRefreshCoordinator: RefreshCoordinator = { run: (_token, refresh) => refresh() };
+
+export function createRedisRefreshCoordinator(options: RedisRefreshCoordinatorOptions): RefreshCoordinator {
+  const lockMs = options.lockMs ?? 15_000;
+  const resultMs = options.resultMs ?? 30_000;
+  const commandTimeoutMs = options.commandTimeoutMs ?? 500;
+  const pollMs = options.pollMs ?? 50;
+  const key = new Uint8Array(hkdfSync("sha256", options.secret, "cgs-portal", "refresh result A256GCM", 32));
+
+  const command = async (args: string[]): Promise<unknown> => {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        options.redis.sendCommand(args),
+        new Promise((_resolve, reject) => {
+          timer = setTimeout(() => reject(new RedisUnavailable("redis timed out")), commandTimeoutMs);
+        }),
+      ]);
+    } catch (err) {
+      throw err instanceof RedisUnavailable ? err : new RedisUnavailable(String(err));
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  const seal = (result: StoredResult) =>
+    new CompactEncrypt(new TextEncoder().encode(JSON.stringify(result)))
+      .setProtectedHeader({ alg: "dir", enc: "A256GCM" })
+      .encrypt(key);
+  const open = async (value: string): Promise<StoredResult> => {
+    const { plaintext } = await compactDecrypt(value, key, {
+      keyManagementAlgorithms: ["dir"],
+      contentEncryptionAlgorithms: ["A256GCM"],
+    });
+    return JSON.parse(new TextDecoder().decode(plaintext)) as StoredResult;
+  };
+  const unpack = (result: StoredResult): OidcTokens => {
+    if (result.kind === "rejected") throw new RefreshRejectedError(result.reason);
+    return result.tokens;
+  };
+
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  const lead = async (id: string, refresh: () => Promise<OidcTokens>): Promise<OidcTokens> => {
+    let result: StoredResult;
+    try {
+      result = { kind: "tokens", tokens: await refresh() };
+    } catch (err) {
+      if (!(err instanceof RefreshRejectedError)) {
+        // Unreachable provider: free the lock so the next request may try again at once.
+        await command(["DEL", `${KEY_PREFIX}${id}:lock`]).catch(() => undefined);
+        throw err;
+      }
+      result = { kind: "rejected", reason: err.message };
+    }
+    await command(["SET", `${KEY_PREFIX}${id}:result`, await seal(result), "PX", String(resultMs)]).catch(
+      (err: unknown) => options.logger.warn({ err }, "could not share a browser refresh result"),
+    );
+    return unpack(result);
+  };
+
+  return {
+    async run(refreshToken, refresh) {
+      const id = createHash("sha256").update(refreshToken).digest("base64url");
+      try {
+        const deadline = Date.now() + lockMs;
+        for (;;) {
+          const stored = await command(["GET", `${KEY_PREFIX}${id}:result`]);
+          if (typeof stored === "string") return unpack(await open(stored));
+          const won = await command(["SET", `${KEY_PREFIX}${id}:lock`, "1", "NX", "PX", String(lockMs)]);
+          if (won === "OK") return await lead(id, refresh);
+          if (Date.now() > deadline)
+            throw new Error("another gateway's browser refresh did not finish in time");
+          await sleep(pollMs);
+        }
+      } catch (err) {
+        if (!(err instanceof RedisUnavailable)) throw err;
+        // Redis is down or hung: refresh here; a race with another replica can then sign the browser out.
+        options.logger.warn({ err }, "redis unavailable: browser refresh not coordinated across replicas");
+        return refresh();
+      }
+    },
+  };
+}
