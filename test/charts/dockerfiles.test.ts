@@ -24,32 +24,43 @@ function instructions(file: string): { op: string; args: string }[] {
     });
 }
 
-describe.each(Object.entries(DEPLOYABLES))("Dockerfile of %s", (name, d) => {
-  const file = path.join(REPO_ROOT, d.dir, "Dockerfile");
-  const ins = instructions(file);
-  const stages = ins.filter((i) => i.op === "FROM");
-  const runtimeStart = ins.lastIndexOf(stages[stages.length - 1] as { op: string; args: string });
-  const runtime = ins.slice(runtimeStart);
+const DOCKERFILE = path.join(REPO_ROOT, "Dockerfile");
+const ins = instructions(DOCKERFILE);
+const stages = ins.filter((i) => i.op === "FROM");
+const runtime = ins.slice(ins.lastIndexOf(stages[stages.length - 1] as { op: string; args: string }));
+const manifests = ins.slice(0, ins.indexOf(stages[1] as { op: string; args: string }));
 
-  it("when read, then it builds in separate stages on node:20-bookworm-slim", () => {
-    expect(stages.length).toBeGreaterThanOrEqual(2);
-    expect(ins.find((i) => i.op === "ARG")?.args).toBe("NODE_IMAGE=node:20-bookworm-slim");
+describe("the one Dockerfile", () => {
+  it("when read, then it builds in separate stages on Node 24 LTS (bookworm-slim), parameterised by the service folder", () => {
+    expect(stages.length).toBeGreaterThanOrEqual(3);
+    expect(ins.find((i) => i.op === "ARG")?.args).toBe("NODE_IMAGE=node:24-bookworm-slim");
     expect(stages.every((s) => /^(\$\{NODE_IMAGE\}|manifests) AS \w+$/.test(s.args))).toBe(true);
-    expect(ins.some((i) => i.op === "RUN" && i.args.includes(`npx tsc -b ${d.dir}`))).toBe(true);
+    expect(ins.some((i) => i.op === "RUN" && i.args.includes('npx tsc -b "$SERVICE"'))).toBe(true);
+    expect(runtime.some((i) => i.op === "ARG" && i.args === "SERVICE")).toBe(true);
+  });
+
+  it("when the workspaces are listed, then every workspace's package.json is copied before npm ci", () => {
+    const workspaces = (
+      JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { workspaces: string[] }
+    ).workspaces;
+    const copied = manifests.filter((i) => i.op === "COPY").map((i) => i.args);
+    for (const ws of workspaces) expect(copied).toContain(`${ws}/package.json ${ws}/`);
   });
 
   it("when the runtime stage is read, then it installs production dependencies only and runs as the node user", () => {
     const installs = runtime.filter((i) => i.op === "RUN" && i.args.includes("npm ci"));
     expect(installs).toHaveLength(1);
     expect(installs[0]?.args).toContain("--omit=dev");
+    expect(installs[0]?.args).toContain('--workspace "$SERVICE"');
     expect(runtime.filter((i) => i.op === "USER").map((i) => i.args)).toEqual(["node"]);
     expect(runtime.findIndex((i) => i.op === "USER")).toBeGreaterThan(
       runtime.findIndex((i) => i.op === "RUN"),
     );
     const copiedFromBuild = runtime.filter((i) => i.op === "COPY" && i.args.startsWith("--from=build"));
     expect(copiedFromBuild.map((i) => i.args.split(" ")[1])).toEqual([
-      `/app/shared/dist`,
-      `/app/${d.dir}/dist`,
+      "/app/shared/dist",
+      "/app/${SERVICE}/dist",
+      "/app/${SERVICE}/drizzle",
     ]);
   });
 
@@ -57,18 +68,27 @@ describe.each(Object.entries(DEPLOYABLES))("Dockerfile of %s", (name, d) => {
     expect(runtime.find((i) => i.op === "CMD")?.args).toBe(
       '["node", "--import", "@cgs/shared/dist/telemetry.js", "dist/main.js"]',
     );
-    expect(runtime.find((i) => i.op === "WORKDIR" && i.args !== "/app")?.args).toBe(`/app/${d.dir}`);
-    expect(runtime.find((i) => i.op === "EXPOSE")?.args).toBe(String(d.port));
+    expect(runtime.find((i) => i.op === "WORKDIR")?.args).toBe("/app/${SERVICE}");
+    expect(runtime.find((i) => i.op === "EXPOSE")?.args).toBe("${PORT}");
     expect(runtime.find((i) => i.op === "ENV")?.args).toMatch(/HOST=0\.0\.0\.0/);
   });
 
-  it("when the service keeps a database, then its migrations ship in the image", () => {
-    const copiesMigrations = runtime.some(
-      (i) => i.op === "COPY" && i.args === `${d.dir}/drizzle ${d.dir}/drizzle`,
-    );
-    expect(copiesMigrations).toBe(d.migrations);
-    if (d.migrations) expect(fs.existsSync(path.join(REPO_ROOT, d.dir, "drizzle"))).toBe(true);
-    void name;
+  it.each(Object.entries(DEPLOYABLES))(
+    "when %s is built, then its folder is a workspace and its migrations (if it keeps a database) ship in the image",
+    (_name, d) => {
+      const workspaces = (
+        JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { workspaces: string[] }
+      ).workspaces;
+      expect(workspaces).toContain(d.dir);
+      expect(fs.existsSync(path.join(REPO_ROOT, d.dir, "drizzle"))).toBe(d.migrations);
+      expect(fs.existsSync(path.join(REPO_ROOT, d.dir, "Dockerfile"))).toBe(false);
+    },
+  );
+
+  it("when the release instructions are read, then they build every deployable from the one Dockerfile with its port", () => {
+    const readme = fs.readFileSync(path.join(REPO_ROOT, "README.md"), "utf8");
+    for (const d of Object.values(DEPLOYABLES)) expect(readme).toContain(`${d.dir}:${d.port}`);
+    expect(readme).toContain('--build-arg SERVICE="$svc" --build-arg PORT="$port"');
   });
 });
 

@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1.7
-# auth-proxy: build from the repository root (the npm workspace), e.g.
-#   docker build -f services/auth-proxy/Dockerfile -t cgs/auth-proxy:<tag> .
-ARG NODE_IMAGE=node:20-bookworm-slim
+# One image recipe for every deployable, built from the repository root (the npm workspace), e.g.
+#   docker build --build-arg SERVICE=services/sessions --build-arg PORT=8101 -t cgs/sessions:<tag> .
+# SERVICE is the workspace folder (gateway, services/sessions, services/billing, services/accounts,
+# services/auth-proxy); PORT only documents the listening port (EXPOSE).
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 # Workspace manifests only, so dependency layers stay cached until a package.json or the lockfile changes.
 # Every workspace's package.json is copied because npm ci checks the whole lockfile.
@@ -18,28 +20,33 @@ COPY infra/package.json infra/
 COPY test/package.json test/
 
 FROM manifests AS build
+ARG SERVICE
+RUN test -n "$SERVICE" || { echo "--build-arg SERVICE=<workspace folder> is required" >&2; exit 1; }
 # The root's dev dependencies carry the compiler and type packages.
-RUN npm ci --workspace @cgs/shared --workspace @cgs/auth-proxy --include-workspace-root --ignore-scripts --no-audit --no-fund
+RUN npm ci --workspace shared --workspace "$SERVICE" --include-workspace-root --ignore-scripts --no-audit --no-fund
 COPY tsconfig.base.json ./
 COPY shared/ shared/
-COPY services/auth-proxy/ services/auth-proxy/
-RUN npx tsc -b services/auth-proxy
+COPY ${SERVICE}/ ${SERVICE}/
+# A service without a database has no migrations folder; an empty one keeps the runtime stage uniform.
+RUN npx tsc -b "$SERVICE" && mkdir -p "$SERVICE/drizzle"
 
 FROM manifests AS runtime
+ARG SERVICE
+ARG PORT=8080
 # HOST: listen on every interface inside the container (the processes default to loopback).
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     NODE_EXTRA_CA_CERTS=/etc/ssl/certs/rds-global-bundle.pem
-RUN npm ci --omit=dev --workspace @cgs/shared --workspace @cgs/auth-proxy --ignore-scripts --no-audit --no-fund \
+RUN npm ci --omit=dev --workspace shared --workspace "$SERVICE" --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force
 # Amazon RDS CA bundle, so DATABASE_URL can use sslmode=verify-full.
 ADD --chmod=644 https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem /etc/ssl/certs/rds-global-bundle.pem
 COPY --from=build /app/shared/dist shared/dist
 COPY shared/openapi.json shared/
-COPY --from=build /app/services/auth-proxy/dist services/auth-proxy/dist
+COPY --from=build /app/${SERVICE}/dist ${SERVICE}/dist
 # drizzle-kit migrations, applied at start-up (main.ts reads ../drizzle from dist/).
-COPY services/auth-proxy/drizzle services/auth-proxy/drizzle
+COPY --from=build /app/${SERVICE}/drizzle ${SERVICE}/drizzle
 USER node
-WORKDIR /app/services/auth-proxy
-EXPOSE 8104
+WORKDIR /app/${SERVICE}
+EXPOSE ${PORT}
 CMD ["node", "--import", "@cgs/shared/dist/telemetry.js", "dist/main.js"]
