@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # `npm run bench`: the benchmark scripts (they print numbers; none of them asserts a speed). Each measures
-# against a baseline taken in the same run: the gateway beside a direct call, ticks at growing sizes.
+# against a baseline taken in the same run: the gateway beside nginx over the same upstream, the gateway beside a
+# direct call, ticks at growing sizes.
 #   npm run bench             every benchmark
 #   npm run bench -- --quick  smaller sizes, for a smoke run
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-bash test/peers/up.sh postgres moto
+bash test/peers/up.sh postgres redis moto
+bash test/peers/bench-tools.sh
 eval "$(bash test/peers/up.sh --env)"
 npx tsc -b shared gateway services/sessions services/billing services/accounts services/auth-proxy
 
-for bench in services/sessions/bench/sessions-bench.ts services/billing/bench/billing-bench.ts \
+for bench in gateway/bench/gateway-bench.ts services/sessions/bench/sessions-bench.ts services/billing/bench/billing-bench.ts \
   services/accounts/bench/accounts-bench.ts; do
   echo "== ${bench}"
   npx tsx --tsconfig tsconfig.test.json "$bench" "$@"

@@ -1,0 +1,266 @@
+/**
+ * Gateway benchmark: prints numbers beside their baseline, asserts nothing.
+ *   npx tsc -b gateway && npx tsx --tsconfig tsconfig.test.json gateway/bench/gateway-bench.ts [--quick] [--profile]
+ *
+ * One fixed-body upstream (a bare Node server answering the poll body) is measured three ways in the same run,
+ * with wrk (-t2 -c32, bearer header): called directly, through nginx (Debian's, started here with a plain
+ * proxy_pass and an upstream keepalive pool), and through the gateway's built process with every check on (JWT
+ * signature against the IdP's JWKS, per-account limits in Redis, request validation, telemetry at the sampling
+ * ratio below). The gateway's resident size is sampled during its runs. With --profile the gateway runs under
+ * `node --cpu-prof` and the profile's top self-time functions are printed.
+ * Needs nginx and wrk (`apt-get install nginx-light wrk`; test/run-benchmarks.sh installs them) and Redis.
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { startTestIdentityProvider } from "@cgs/shared/testing/tokens";
+import { startOtlpReceiver } from "@cgs/shared/testing/tracing";
+import { closedPortUrl } from "../src/testing/gateway-harness";
+
+const root = path.resolve(__dirname, "..", "..");
+const quick = process.argv.includes("--quick");
+const profile = process.argv.includes("--profile");
+const SECONDS = quick ? 4 : 10;
+const CONNECTIONS = 32;
+/** The production sampling ratio the chart sets (parent-based, 10 % of new traces). */
+const SAMPLER_ARG = process.env.BENCH_SAMPLER_ARG ?? "0.1";
+
+export interface WrkResult {
+  rps: number;
+  p50ms: number;
+  p99ms: number;
+  non2xx: number;
+}
+
+const POLL_BODY = JSON.stringify({
+  state: "running",
+  instanceId: "i-0123456789abcdef0",
+  publicIp: "198.18.0.1",
+  privateNetIp: "100.64.0.1",
+  startedAt: "2026-01-01T00:00:00.000Z",
+  ready: true,
+  message: null,
+});
+
+function ms(value: string, unit: string): number {
+  const n = Number(value);
+  return unit === "us" ? n / 1000 : unit === "s" ? n * 1000 : n;
+}
+
+/** Runs wrk and parses its --latency summary. */
+export function wrk(url: string, token: string, seconds = SECONDS): WrkResult {
+  const out = spawnSync(
+    "wrk",
+    ["-t2", `-c${CONNECTIONS}`, `-d${seconds}s`, "--latency", "-H", `Authorization: Bearer ${token}`, url],
+    { encoding: "utf8", timeout: (seconds + 30) * 1000 },
+  );
+  const text = out.stdout;
+  if (out.status !== 0 || !/Requests\/sec/.test(text)) throw new Error(`wrk failed: ${out.stderr || text}`);
+  const pct = (p: string) => {
+    const m = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s)`, "m").exec(text);
+    return m ? ms(m[1]!, m[2]!) : NaN;
+  };
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(text)?.[1] ?? NaN);
+  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(text)?.[1] ?? 0);
+  return { rps, p50ms: pct("50"), p99ms: pct("99"), non2xx };
+}
+
+function startNode(args: string[], env: Record<string, string>, cwd = root): ChildProcess {
+  return spawn(process.execPath, args, {
+    cwd,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+}
+
+async function waitFor(url: string, child?: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child && child.exitCode !== null) throw new Error(`process for ${url} exited with ${child.exitCode}`);
+    try {
+      const res = await fetch(url);
+      await res.arrayBuffer();
+      if (res.status < 500) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${url} did not answer`);
+}
+
+function rssMb(pid: number): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024;
+  } catch {
+    return NaN;
+  }
+}
+
+async function stop(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGTERM");
+  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+  if (child.exitCode === null) child.kill("SIGKILL");
+}
+
+function startNginx(dir: string, port: number, upstreamPort: number): void {
+  const conf = `
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fcgi; uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  upstream app { server 127.0.0.1:${upstreamPort}; keepalive 128; }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://app;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+}`;
+  writeFileSync(path.join(dir, "nginx.conf"), conf);
+  const started = spawnSync("nginx", ["-c", path.join(dir, "nginx.conf"), "-p", dir], { encoding: "utf8" });
+  if (started.status !== 0) throw new Error(`nginx failed to start: ${started.stderr}`);
+}
+
+function stopNginx(dir: string): void {
+  spawnSync("nginx", ["-c", path.join(dir, "nginx.conf"), "-p", dir, "-s", "stop"]);
+}
+
+/** The profile's functions by self time, top n. */
+function topSelfTime(profileFile: string, n = 15): string[] {
+  const prof = JSON.parse(readFileSync(profileFile, "utf8")) as {
+    nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[];
+    samples: number[];
+  };
+  const counts = new Map<number, number>();
+  for (const id of prof.samples) counts.set(id, (counts.get(id) ?? 0) + 1);
+  const byFrame = new Map<string, number>();
+  for (const node of prof.nodes) {
+    const c = counts.get(node.id) ?? 0;
+    if (!c) continue;
+    const url = node.callFrame.url.replace(/^.*node_modules\//, "").replace(root, "");
+    const key = `${node.callFrame.functionName || "(anonymous)"} ${url}:${node.callFrame.lineNumber + 1}`;
+    byFrame.set(key, (byFrame.get(key) ?? 0) + c);
+  }
+  const total = prof.samples.length;
+  return [...byFrame.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([k, c]) => `${((100 * c) / total).toFixed(1).padStart(5)} %  ${k}`);
+}
+
+async function main(): Promise<void> {
+  const idp = await startTestIdentityProvider();
+  const traces = await startOtlpReceiver();
+  const dir = mkdtempSync(path.join(os.tmpdir(), "cgs-gateway-bench-"));
+  const upstreamUrl = await closedPortUrl();
+  const nginxUrl = await closedPortUrl();
+  const gatewayUrl = await closedPortUrl();
+  let upstream: ChildProcess | undefined;
+  let gateway: ChildProcess | undefined;
+  let nginxStarted = false;
+  try {
+    upstream = startNode(
+      [
+        "-e",
+        `const body=${JSON.stringify(POLL_BODY)};require("node:http").createServer((q,s)=>{q.resume();` +
+          `s.writeHead(200,{"content-type":"application/json","content-length":Buffer.byteLength(body)});s.end(body)})` +
+          `.listen(${new URL(upstreamUrl).port},"127.0.0.1")`,
+      ],
+      {},
+    );
+    await waitFor(upstreamUrl, upstream);
+    startNginx(dir, Number(new URL(nginxUrl).port), Number(new URL(upstreamUrl).port));
+    nginxStarted = true;
+    await waitFor(nginxUrl);
+
+    gateway = startNode(
+      [
+        ...(profile ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : []),
+        "--import",
+        "@cgs/shared/dist/telemetry.js",
+        "dist/main.js",
+      ],
+      {
+        PORT: new URL(gatewayUrl).port,
+        NODE_ENV: "development",
+        LOG_LEVEL: "info",
+        OIDC_ISSUER: idp.issuer,
+        OIDC_AUDIENCE: idp.audience,
+        OIDC_JWKS_URL: idp.jwksUrl,
+        SESSIONS_URL: upstreamUrl,
+        BILLING_URL: upstreamUrl,
+        ACCOUNTS_URL: upstreamUrl,
+        AUTH_PROXY_URL: upstreamUrl,
+        // Limits stay on (every request counts in Redis) but high enough that the run measures the gateway.
+        RATE_LIMIT_POLL: "1000000000",
+        REDIS_URL: process.env.REDIS_URL || "redis://127.0.0.1:6379",
+        OTEL_SERVICE_NAME: "gateway-bench",
+        OTEL_EXPORTER_OTLP_ENDPOINT: traces.endpoint,
+        OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
+        OTEL_TRACES_SAMPLER_ARG: SAMPLER_ARG,
+      },
+      path.join(root, "gateway"),
+    );
+    await waitFor(`${gatewayUrl}/api/v1/health`, gateway);
+
+    const token = await idp.sign({ sub: `bench-${Date.now()}`, azp: "cgs-portal", typ: "Bearer" });
+    const path_ = "/api/v1/sessions/poll";
+    const probe = await fetch(`${gatewayUrl}${path_}`, { headers: { authorization: `Bearer ${token}` } });
+    if (probe.status !== 200) throw new Error(`gateway answered ${probe.status}: ${await probe.text()}`);
+    // Warm-up: JIT, keep-alive pools, the JWKS.
+    wrk(`${gatewayUrl}${path_}`, token, 2);
+
+    const direct = wrk(`${upstreamUrl}${path_}`, token);
+    const viaNginx = wrk(`${nginxUrl}${path_}`, token);
+    let peakRss = rssMb(gateway.pid!);
+    const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(gateway!.pid!))), 250);
+    const viaGateway = wrk(`${gatewayUrl}${path_}`, token);
+    clearInterval(sampler);
+    peakRss = Math.max(peakRss, rssMb(gateway.pid!));
+
+    const fmt = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : "-");
+    const row = (name: string, r: WrkResult, ratio: string) =>
+      `| ${name} | ${fmt(r.rps, 0)} | ${fmt(r.p50ms, 2)} | ${fmt(r.p99ms, 2)} | ${r.non2xx} | ${ratio} |`;
+    console.log(
+      `gateway over a fixed-body upstream: wrk -t2 -c${CONNECTIONS} -d${SECONDS}s, sampler ratio ${SAMPLER_ARG}`,
+    );
+    console.log("| path | req/s | p50 ms | p99 ms | non-2xx | vs nginx |");
+    console.log("|---|---|---|---|---|---|");
+    console.log(row("upstream direct", direct, fmt(direct.rps / viaNginx.rps, 2)));
+    console.log(row("nginx → upstream (baseline)", viaNginx, "1.00"));
+    console.log(row("gateway → upstream (all checks)", viaGateway, fmt(viaGateway.rps / viaNginx.rps, 3)));
+    console.log(`gateway peak RSS during its run: ${fmt(peakRss)} MB`);
+
+    if (profile) {
+      await stop(gateway);
+      const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"));
+      if (file) {
+        console.log(`gateway CPU profile (${path.join(dir, file)}), top self time:`);
+        for (const line of topSelfTime(path.join(dir, file))) console.log(`  ${line}`);
+      }
+    }
+  } finally {
+    await stop(gateway);
+    await stop(upstream);
+    if (nginxStarted) stopNginx(dir);
+    await traces.close();
+    await idp.close();
+    if (!profile) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
