@@ -41,7 +41,7 @@ function appLayout(path: string, title: string, body: string, script: string): s
 <form class="signout" action="/logout" method="post"><span id="nav-user" class="who"></span><button id="signout" type="submit" class="secondary">Sign out</button></form>
 </header>
 <div id="grace-banner" class="banner warning page-banner" role="status" hidden>
-Your account is scheduled for deletion and will be purged on <strong id="grace-date"></strong>. Until then you cannot start sessions or top up. To keep your account, contact support before that date.
+Your account is scheduled for deletion and will be purged on <strong id="grace-date"></strong>. Until then you cannot start sessions or top up.
 </div>
 <main id="main" class="page">
 <h1>${escapeHtml(title)}</h1>
@@ -78,7 +78,7 @@ export function homePage(): string {
 <p id="session-progress-text" class="progress-text" aria-live="polite"></p>
 <div class="actions">
 <button id="start" type="button" disabled>Start</button>
-<button id="stop" type="button" class="secondary" disabled>Stop</button>
+<button id="stop" type="button" class="secondary" disabled hidden>Stop</button>
 </div>
 <p id="session-message" class="message" role="alert"></p>
 <div id="play" class="play" hidden>
@@ -121,11 +121,11 @@ export function billingPage(bounds: { min: number; max: number }): string {
   return appLayout(
     "/billing",
     "Billing",
-    `<p id="topup-message" class="message" role="status" aria-live="polite"></p>
-<section class="panel stats" aria-labelledby="wallet-title">
+    `<section class="panel stats" aria-labelledby="wallet-title">
 <h2 id="wallet-title">Balance</h2>
 <p class="big" id="balance">…</p>
 <p id="minutes" class="muted"></p>
+<p id="topup-message" class="message" role="status" aria-live="polite"></p>
 </section>
 <section class="panel" aria-labelledby="topup-title">
 <h2 id="topup-title">Top up</h2>

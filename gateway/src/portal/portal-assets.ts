@@ -80,8 +80,8 @@ progress { width: 100%; margin-top: 1rem; accent-color: var(--accent); }
 .pin { font: 700 2.4rem ui-monospace, monospace; letter-spacing: .3rem; }
 .pin.expired { text-decoration: line-through; color: var(--muted); }
 .pin-line { margin: .25rem 0; }
-.copy-row { display: flex; gap: .5rem; align-items: stretch; }
-.copy-row > input, .copy-row > pre { flex: 1; min-width: 0; }
+.copy-row { display: flex; flex-wrap: wrap; gap: .5rem; align-items: stretch; }
+.copy-row > input, .copy-row > pre { flex: 1 1 14rem; min-width: 0; }
 .copy-row button { margin-top: 0; }
 pre { margin: 0; padding: .6rem; background: var(--code-bg); border-radius: 8px; overflow-x: auto; white-space: pre-wrap; overflow-wrap: anywhere; }
 .token { word-break: break-all; resize: vertical; }
@@ -90,16 +90,20 @@ legend { font-weight: 600; margin-bottom: .4rem; }
 .choices { display: flex; flex-wrap: wrap; gap: .5rem; }
 .choice { display: inline-flex; align-items: center; margin: 0; padding: .5rem .8rem; border: 1px solid var(--border); border-radius: 8px; font-weight: 500; }
 .field.checkbox { display: flex; flex-wrap: wrap; align-items: center; margin-top: 1rem; }
-.field.checkbox label { margin: 0; }
+.field.checkbox label { margin: 0; flex: 1; }
+.panel form input:not([type=radio]):not([type=checkbox]), .panel form select { max-width: 30rem; }
 .field.checkbox .hint, .field.checkbox .field-error { flex-basis: 100%; }
 .table-wrap { overflow-x: auto; }
 table { width: 100%; border-collapse: collapse; font-size: .95rem; }
 th, td { text-align: left; padding: .45rem .5rem; border-bottom: 1px solid var(--border); }
 .num { text-align: right; white-space: nowrap; }
 [hidden] { display: none !important; }
-@media (max-width: 480px) {
-  .top { padding: .6rem .75rem; }
-  .signout { margin-left: 0; }
+@media (max-width: 600px) {
+  .top { padding: .6rem .75rem; gap: .25rem .75rem; }
+  .top nav { order: 3; flex-basis: 100%; overflow-x: auto; }
+  .top nav ul { flex-wrap: nowrap; gap: .1rem .6rem; }
+  .top nav a { white-space: nowrap; }
+  .who { display: none; }
   .page { padding: 1rem .75rem 2rem; }
   .panel { padding: 1rem; }
   .page-banner { margin: .75rem; }

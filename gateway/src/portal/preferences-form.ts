@@ -32,11 +32,15 @@ function resolve(doc: OpenApiDocument, schema: JsonSchema): JsonSchema {
   return name ? (schemas(doc)[name] ?? schema) : schema;
 }
 
-/** "Stream resolution, width x height in pixels." → label "Stream resolution", hint the whole sentence. */
+/** "Stream resolution, width x height in pixels." → label "Stream resolution", hint "Width x height in pixels." */
 function describe(key: string, description: string | undefined): { label: string; hint: string } {
-  const text = (description ?? "").replace(/`/g, "");
+  const text = (description ?? "").replace(/`/g, "").trim();
   const label = text.split(/[,.] /)[0]!.replace(/\.$/, "").trim() || key;
-  return { label, hint: text === label || text === `${label}.` ? "" : text };
+  const rest = text
+    .slice(label.length)
+    .replace(/^[,.]\s*/, "")
+    .trim();
+  return { label, hint: rest && rest[0]!.toUpperCase() + rest.slice(1) };
 }
 
 function control(key: string, schema: JsonSchema): string {

@@ -126,6 +126,7 @@ function tick(): void {
   }
   const wait = Math.ceil((startBlockedUntil - Date.now()) / 1000);
   const canStart = session !== null && !ACTIVE.has(session.state);
+  el.start.hidden = !canStart && session !== null;
   el.start.disabled = !canStart || wait > 0;
   el.start.textContent = wait > 0 ? `Start (retry in ${wait} s)` : "Start";
 }
@@ -140,12 +141,15 @@ function renderCredits(): void {
 function renderSession(next: SessionStatus): void {
   const becameReady =
     next.ready && next.state === "running" && !(session?.ready && session.state === "running");
+  // A note about the previous state ("starting…") is stale once the state moves on; errors stay until the next action.
+  if (session && session.state !== next.state && !el.message.classList.contains("error")) say(el.message, "");
   session = next;
   el.state.textContent = STATE_TEXT[next.state];
   el.state.dataset.state = next.state;
   el.ready.textContent = next.ready ? "Yes" : "No";
   el.started.textContent = next.startedAt ? dateTime(next.startedAt) : "—";
   el.stop.disabled = !(next.state === "starting" || next.state === "running");
+  el.stop.hidden = !ACTIVE.has(next.state);
 
   const steps: [number, string] =
     next.state === "starting"
