@@ -37,6 +37,7 @@ button, .button { display: inline-block; margin-top: 1rem; padding: .6rem 1.2rem
 button.secondary { background: transparent; color: var(--accent); border: 1px solid var(--accent); }
 button.destructive { background: var(--err); color: var(--panel); }
 button[disabled] { opacity: .6; cursor: default; }
+[aria-invalid=true] { border-color: var(--err); }
 :focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
 .banner { padding: .75rem 1rem; border-radius: 8px; }
 .banner.success { background: var(--ok-bg); color: var(--ok); }
@@ -101,8 +102,8 @@ th, td { text-align: left; padding: .45rem .5rem; border-bottom: 1px solid var(-
 @media (max-width: 600px) {
   .top { padding: .6rem .75rem; gap: .25rem .75rem; }
   .top nav { order: 3; flex-basis: 100%; overflow-x: auto; }
-  .top nav ul { flex-wrap: nowrap; gap: .1rem .6rem; }
-  .top nav a { white-space: nowrap; }
+  .top nav ul { flex-wrap: nowrap; gap: .1rem .4rem; }
+  .top nav a { white-space: nowrap; padding: .35rem .15rem; font-size: .95rem; }
   .who { display: none; }
   .page { padding: 1rem .75rem 2rem; }
   .panel { padding: 1rem; }
