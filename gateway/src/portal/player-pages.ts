@@ -3,11 +3,7 @@
  * each page's script (client/*.ts, compiled to /portal/js/) fills from /api/v1.
  */
 
-const escapeHtml = (text: string) =>
-  text.replace(
-    /[&<>"']/g,
-    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!,
-  );
+import { documentHead, escapeHtml } from "./portal-pages";
 
 const NAV = [
   { href: "/", label: "Play" },
@@ -22,17 +18,7 @@ function appLayout(path: string, title: string, body: string, script: string): s
     (item) =>
       `<li><a href="${item.href}"${item.href === path ? ' aria-current="page"' : ""}>${item.label}</a></li>`,
   ).join("");
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="same-origin">
-<meta name="color-scheme" content="light dark">
-<title>${escapeHtml(title)} · Cloud Gaming</title>
-<link rel="stylesheet" href="/portal/portal.css">
-<script type="module" src="/portal/js/${script}"></script>
-</head>
+  return `${documentHead(title, `<script type="module" src="/portal/js/${script}"></script>`)}
 <body class="app">
 <a class="skip" href="#main">Skip to content</a>
 <header class="top">

@@ -1,4 +1,5 @@
 import type { OpenApiDocument } from "@cgs/shared";
+import { escapeHtml } from "./portal-pages";
 
 /** Markup for the preferences form, built from the contract so a field added or removed there follows here. */
 
@@ -15,12 +16,6 @@ interface JsonSchema {
   example?: unknown;
   properties?: Record<string, JsonSchema>;
 }
-
-const escapeHtml = (text: string) =>
-  text.replace(
-    /[&<>"']/g,
-    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!,
-  );
 
 function schemas(doc: OpenApiDocument): Record<string, JsonSchema> {
   return ((doc as { components?: { schemas?: Record<string, JsonSchema> } }).components?.schemas ??

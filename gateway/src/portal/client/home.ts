@@ -223,16 +223,21 @@ async function loadCredits(): Promise<void> {
   }
 }
 
+/** A session action behind a button: the button waits for the answer; a refusal is explained. */
+async function act<T>(button: HTMLButtonElement, path: string): Promise<T | null> {
+  button.disabled = true;
+  const res = await api<T>("POST", path);
+  button.disabled = false;
+  if (res.ok) return res.body;
+  explain(res.failure);
+  return null;
+}
+
 async function mintPin(): Promise<void> {
-  el.newPin.disabled = true;
-  const res = await api<{ pin: string; expiresAt: string }>("POST", "/sessions/pair");
-  el.newPin.disabled = false;
-  if (!res.ok) {
-    explain(res.failure);
-    return;
-  }
-  el.pin.textContent = res.body.pin;
-  pinExpiresAt = new Date(res.body.expiresAt).getTime();
+  const minted = await act<{ pin: string; expiresAt: string }>(el.newPin, "/sessions/pair");
+  if (!minted) return;
+  el.pin.textContent = minted.pin;
+  pinExpiresAt = new Date(minted.expiresAt).getTime();
   tick();
 }
 
@@ -273,15 +278,10 @@ el.stop.addEventListener("click", async () => {
 el.newPin.addEventListener("click", () => void mintPin());
 
 el.vpnCreate.addEventListener("click", async () => {
-  el.vpnCreate.disabled = true;
-  const res = await api<{ key: string; expiresAt: string }>("POST", "/sessions/vpn-key");
-  el.vpnCreate.disabled = false;
-  if (!res.ok) {
-    explain(res.failure);
-    return;
-  }
-  el.vpnKey.value = res.body.key;
-  el.vpnExpiry.textContent = `Single use; expires ${dateTime(res.body.expiresAt)}.`;
+  const key = await act<{ key: string; expiresAt: string }>(el.vpnCreate, "/sessions/vpn-key");
+  if (!key) return;
+  el.vpnKey.value = key.key;
+  el.vpnExpiry.textContent = `Single use; expires ${dateTime(key.expiresAt)}.`;
   el.vpnBox.hidden = false;
 });
 
