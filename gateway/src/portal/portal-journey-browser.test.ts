@@ -21,6 +21,8 @@ describeWithChromium("the portal journey browser test")("the portal, a player's 
   let base: string;
   let user: TestUser;
   const pageErrors: string[] = [];
+  const pollTimes: number[] = [];
+  let copiedToken = "";
 
   beforeAll(async () => {
     platform = await launchPortalPlatform("portal-journey");
@@ -34,6 +36,9 @@ describeWithChromium("the portal journey browser test")("the portal, a player's 
       if (m.type() === "error") pageErrors.push(m.text());
     });
     page.on("pageerror", (e) => pageErrors.push(e.message));
+    page.on("request", (r) => {
+      if (r.url().endsWith("/api/v1/sessions/poll")) pollTimes.push(Date.now());
+    });
   }, 240_000);
 
   afterAll(async () => {
@@ -53,8 +58,6 @@ describeWithChromium("the portal journey browser test")("the portal, a player's 
 
   it("when a new player signs in, then the play page shows an empty balance, and a start is refused with a link to top up", async () => {
     await signIn(page, base, user);
-    await page.locator("#identity", { hasText: `Signed in as ${user.email}` }).waitFor();
-    await page.goto(`${base}/`);
     await page.locator("#session-state", { hasText: "No session" }).waitFor();
     expect(await text("#balance")).toMatch(/0\.00/);
     expect(await text("#minutes")).toBe("0 min");
@@ -127,6 +130,10 @@ describeWithChromium("the portal journey browser test")("the portal, a player's 
     await page.click("#stop");
     await page.locator("#session-state", { hasText: "Stopped" }).waitFor({ timeout: 30_000 });
     expect(await page.isVisible("#play")).toBe(false);
+    // The page kept to the poll budget (30 a minute): never two polls closer than 2 s.
+    const gaps = pollTimes.slice(1).map((t, i) => t - pollTimes[i]!);
+    expect(gaps.length).toBeGreaterThan(3);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(1_900);
   }, 120_000);
 
   it("when the cloud region is out of capacity, then the start explains it with the time to retry, and nothing runs", async () => {
@@ -169,6 +176,7 @@ describeWithChromium("the portal journey browser test")("the portal, a player's 
     await page.click("button[data-copy=token]");
     const copied = await readClipboard(page);
     expect(copied).toBe(token);
+    copiedToken = copied;
     expect(await text("#cli-base")).toBe(`export SERVICE_BASE_URL=${base}`);
     expect(await text("#cli-login")).toBe("cgs login --with-token");
     await page.locator("#token-left", { hasText: /\d+:\d\d/ }).waitFor();
@@ -210,11 +218,29 @@ describeWithChromium("the portal journey browser test")("the portal, a player's 
     await inspect("play-grace");
   });
 
+  it("when the account's poll budget is spent, then the play page says so and waits the Retry-After before polling again", async () => {
+    for (let i = 0; i < 40; i++) {
+      const res = await fetch(`${base}/api/v1/sessions/poll`, {
+        headers: { authorization: `Bearer ${copiedToken}` },
+      });
+      if (res.status === 429) break;
+    }
+    pollTimes.length = 0;
+    await page.goto(`${base}/`);
+    await page
+      .locator("#session-progress-text", { hasText: /Checking too often; next check in \d+ s/ })
+      .waitFor();
+    const wait = Number(/in (\d+) s/.exec(await text("#session-progress-text"))![1]);
+    await page.waitForTimeout(Math.min(wait - 1, 5) * 1000);
+    expect(pollTimes).toHaveLength(1);
+  });
+
   it("when the journey is over, then no page logged a script error or a CSP refusal", async () => {
-    // The API errors the journey provoked on purpose (402, 409, 503) are logged by the browser as failed loads.
+    // The API errors the journey provoked on purpose (402, 409, 429, 503, the ledger's 404) are logged by the browser as failed loads.
     expect(
       pageErrors.filter(
-        (e) => !/Failed to load resource: the server responded with a status of (402|409|503|404)/.test(e),
+        (e) =>
+          !/Failed to load resource: the server responded with a status of (402|409|429|503|404)/.test(e),
       ),
     ).toEqual([]);
   });

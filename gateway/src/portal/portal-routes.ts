@@ -139,7 +139,7 @@ export function portalRoutes(options: PortalOptions): Router {
         clearState,
         ...(await options.sessions.cookiesFor(tokens, principal.expiresAt)),
       ]);
-      res.redirect(302, "/account");
+      res.redirect(302, "/");
     } catch (err) {
       failed(err instanceof Error ? err.message : "code exchange failed");
     }

@@ -41,7 +41,7 @@ export async function simulatorFaults(
   if (res.status !== 204) throw new Error(`simulator faults answered ${res.status}`);
 }
 
-/** Signs in through the portal and Keycloak's login page, as a player does; ends on the signed-in landing page. */
+/** Signs in through the portal and Keycloak's login page, as a player does; ends on the play page. */
 export async function signIn(page: Page, base: string, user: TestUser): Promise<void> {
   await page.goto(`${base}/`);
   await page.waitForURL(`${base}/login`);
@@ -51,7 +51,7 @@ export async function signIn(page: Page, base: string, user: TestUser): Promise<
   ]);
   await page.fill("#username", user.email);
   await page.fill("#password", user.password!);
-  await Promise.all([page.waitForURL(`${base}/account`), page.click("#kc-login")]);
+  await Promise.all([page.waitForURL(`${base}/`), page.click("#kc-login")]);
 }
 
 const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");

@@ -22,6 +22,7 @@ const FAST_POLL_MS = 2_500;
 const SLOW_POLL_MS = 15_000;
 const IDLE_POLL_MS = 30_000;
 const CREDITS_REFRESH_MS = 30_000;
+const MIN_POLL_GAP_MS = 2_000;
 
 const el = {
   balance: byId("balance"),
@@ -54,6 +55,7 @@ let credits: Credits | null = null;
 let pinExpiresAt = 0;
 let startBlockedUntil = 0;
 let pollTimer: number | undefined;
+let lastPollAt = 0;
 let creditsTimer: number | undefined;
 
 const STATE_TEXT: Record<SessionStatus["state"], string> = {
@@ -185,6 +187,13 @@ function schedulePoll(ms: number): void {
 
 async function pollNow(): Promise<void> {
   window.clearTimeout(pollTimer);
+  // Never two polls closer than 2 s, whoever asks (a refused start, the timer).
+  const wait = lastPollAt + MIN_POLL_GAP_MS - Date.now();
+  if (wait > 0) {
+    schedulePoll(wait);
+    return;
+  }
+  lastPollAt = Date.now();
   const res = await api<SessionStatus>("GET", "/sessions/poll");
   if (!res.ok) {
     if (res.failure.status === 429) {
@@ -201,12 +210,10 @@ async function pollNow(): Promise<void> {
   const s = res.body;
   // Refresh the balance when play begins (cost ticks from its rate) and when it ends (the charge lands).
   if (wasActive !== ACTIVE.has(s.state)) void loadCredits();
+  const changing = s.state === "starting" || s.state === "stopping" || (s.state === "running" && !s.ready);
+  // A hidden tab leaves the budget to the visible one unless something is changing.
   schedulePoll(
-    s.state === "starting" || s.state === "stopping" || (s.state === "running" && !s.ready)
-      ? FAST_POLL_MS
-      : s.state === "running"
-        ? SLOW_POLL_MS
-        : IDLE_POLL_MS,
+    changing ? FAST_POLL_MS : s.state === "running" && !document.hidden ? SLOW_POLL_MS : IDLE_POLL_MS,
   );
 }
 
@@ -285,5 +292,8 @@ el.vpnCreate.addEventListener("click", async () => {
   el.vpnBox.hidden = false;
 });
 
+document.addEventListener("visibilitychange", () => {
+  if (!document.hidden) void pollNow();
+});
 window.setInterval(tick, 1000);
 void loadCredits().then(() => pollNow());
