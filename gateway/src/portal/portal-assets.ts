@@ -46,6 +46,7 @@ button[disabled] { opacity: .6; cursor: default; }
 .banner.info { background: var(--info-bg); }
 .banner.warning { background: var(--warn-bg); color: var(--warn); }
 .message { min-height: 1.2rem; }
+.app .message:empty { min-height: 0; margin: 0; }
 .message.success { color: var(--ok); }
 .field-error { margin: .25rem 0 0; min-height: 1rem; font-size: .9rem; }
 .hint, .muted { color: var(--muted); font-size: .9rem; }
