@@ -61,7 +61,13 @@ describeWithChromium("the portal journey browser test")("the portal, a player's 
     await page.locator("#session-state", { hasText: "No session" }).waitFor();
     expect(await text("#balance")).toMatch(/0\.00/);
     expect(await text("#minutes")).toBe("0 min");
-    await page.click("#start");
+    // Keyboard first: the first Tab reaches "Skip to content"; Start works from the keyboard.
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate("document.activeElement && document.activeElement.textContent")).toBe(
+      "Skip to content",
+    );
+    await page.focus("#start");
+    await page.keyboard.press("Enter");
     const message = page.locator("#session-message");
     await message.filter({ hasText: "does not cover the 15 minutes" }).waitFor();
     expect(await message.locator("a").getAttribute("href")).toBe("/billing");
