@@ -118,6 +118,7 @@ export function createApp(deps: GatewayDeps): Express {
       sessions: browserSessions,
       logger,
       limit: limiters.forBucket({ bucket: "read", scope: "ip" }),
+      openapi: doc,
     }),
   );
 

@@ -129,6 +129,17 @@ async function shutdown(code) {
   process.exit(code);
 }
 
+// The local player a newcomer signs in with on the portal (token.mjs finds or creates it); no terminal needed.
+function ensureLocalPlayer(env) {
+  const email = "player@example.com";
+  const result = spawnSync(process.execPath, ["test/platform/token.mjs", email], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: "ignore",
+  });
+  return result.status === 0 ? email : null;
+}
+
 async function main() {
   const began = Date.now();
   process.on("SIGINT", () => void shutdown(0));
@@ -186,10 +197,16 @@ async function main() {
     }),
   );
   const base = common.PUBLIC_BASE_URL;
+  const portalUser = ensureLocalPlayer(env);
   say(`platform up in ${((Date.now() - began) / 1000).toFixed(1)} s — gateway at ${base}`);
   say(`  contract:  curl ${base}/openapi.json`);
   say(`  token:     TOKEN=$(npm run --silent token -- you@example.com)`);
   say(`  call:      curl -H "Authorization: Bearer $TOKEN" ${base}/api/v1/sessions/poll`);
+  if (portalUser) {
+    say(
+      `  portal:    ${base} (sign in as ${portalUser} / ${process.env.LOCAL_USER_PASSWORD ?? "local-dev-password"})`,
+    );
+  }
   say("Ctrl-C stops everything this command started.");
 }
 

@@ -81,7 +81,9 @@ describeWithChromium("the portal browser test")("portal in a real browser", () =
     await page.click("#kc-login");
     await page.waitForSelector("#otp");
     await page.fill("#otp", totpCode(user.totpSecret!));
-    await Promise.all([page.waitForURL(`${base}/account`), page.click("#kc-login")]);
+    // Sign-in lands on the play page; the account page shows who is signed in.
+    await Promise.all([page.waitForURL(`${base}/`), page.click("#kc-login")]);
+    await page.goto(`${base}/account`);
     await page.locator("#identity", { hasText: "Signed in" }).waitFor();
     expect(await page.textContent("#identity")).toBe(`Signed in as ${user.email}`);
     const session = (await context.cookies(base)).find((c) => c.name === "cgs_session");

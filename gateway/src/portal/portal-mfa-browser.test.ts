@@ -102,7 +102,7 @@ describeWithChromium("the portal MFA browser test")(
       const codes = (await page.locator("#kc-recovery-codes-list li").allTextContents()).map((c) => c.trim());
       expect(codes.length).toBeGreaterThanOrEqual(10);
       await page.check("#kcRecoveryCodesConfirmationCheck");
-      await Promise.all([page.waitForURL(`${base}/account`), page.click("#saveRecoveryAuthnCodesBtn")]);
+      await Promise.all([page.waitForURL(`${base}/`), page.click("#saveRecoveryAuthnCodesBtn")]);
       await page.context().close();
 
       await resetPassword(user.email, "Brand-new-pass-2");
@@ -114,7 +114,9 @@ describeWithChromium("the portal MFA browser test")(
       expect(page.url().startsWith(base)).toBe(false);
       await chooseRecoveryCodes(page);
       const used = await answerRecoveryPrompt(page, codes);
-      await Promise.all([page.waitForURL(`${base}/account`), page.click("#kc-login")]);
+      // Sign-in lands on the play page; the account page shows who is signed in.
+      await Promise.all([page.waitForURL(`${base}/`), page.click("#kc-login")]);
+      await page.goto(`${base}/account`);
       await page.locator("#identity", { hasText: "Signed in" }).waitFor();
       expect(await page.textContent("#identity")).toBe(`Signed in as ${user.email}`);
       const session = (await page.context().cookies(base)).find((c) => c.name === "cgs_session");
@@ -146,7 +148,7 @@ describeWithChromium("the portal MFA browser test")(
       await page.waitForSelector("#kc-recovery-codes-list");
       const codes = (await page.locator("#kc-recovery-codes-list li").allTextContents()).map((c) => c.trim());
       await page.check("#kcRecoveryCodesConfirmationCheck");
-      await Promise.all([page.waitForURL(`${base}/account`), page.click("#saveRecoveryAuthnCodesBtn")]);
+      await Promise.all([page.waitForURL(`${base}/`), page.click("#saveRecoveryAuthnCodesBtn")]);
       await page.context().close();
 
       await resetPassword(user.email, "Brand-new-pass-2");
@@ -159,7 +161,9 @@ describeWithChromium("the portal MFA browser test")(
       ]);
       expect(page.url().startsWith(base)).toBe(false);
       await answerRecoveryPrompt(page, codes);
-      await Promise.all([page.waitForURL(`${base}/account`), page.click("#kc-login")]);
+      // Sign-in lands on the play page; the account page shows who is signed in.
+      await Promise.all([page.waitForURL(`${base}/`), page.click("#kc-login")]);
+      await page.goto(`${base}/account`);
       await page.locator("#identity", { hasText: "Signed in" }).waitFor();
       await page.context().close();
     }, 120_000);

@@ -1,22 +1,28 @@
 /** The portal's HTML: static markup only (no request data is echoed), scripts and styles as same-origin files. */
 
-const escapeHtml = (text: string) =>
+export const escapeHtml = (text: string) =>
   text.replace(
     /[&<>"']/g,
     (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!,
   );
 
-function layout(title: string, body: string, script?: string): string {
+/** Everything up to </head>, shared by every portal page; `script` is one same-origin script tag or "". */
+export function documentHead(title: string, script: string): string {
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="same-origin">
+<meta name="color-scheme" content="light dark">
 <title>${escapeHtml(title)} · Cloud Gaming</title>
 <link rel="stylesheet" href="/portal/portal.css">
-${script ? `<script src="/portal/${script}" defer></script>` : ""}
-</head>
+${script}
+</head>`;
+}
+
+function layout(title: string, body: string, script?: string): string {
+  return `${documentHead(title, script ? `<script src="/portal/${script}" defer></script>` : "")}
 <body>
 <main class="card">
 <h1>${escapeHtml(title)}</h1>

@@ -148,7 +148,7 @@ describeKeycloak("portal browser session refresh (real Keycloak)", () => {
       headers: { cookie: `cgs_login=${loginState}` },
     });
     expect(callback.status).toBe(302);
-    expect(callback.headers.get("location")).toBe("/account");
+    expect(callback.headers.get("location")).toBe("/");
     const setCookies = callback.headers.getSetCookie();
     return {
       session: cookieValue(setCookies, "cgs_session")!,

@@ -21,25 +21,79 @@ const get = (path: string, headers: Record<string, string> = {}) =>
   fetch(`${gateway.url}${path}`, { headers, redirect: "manual" });
 
 describe("portal pages", () => {
-  it.each(["/login", "/forgot-password", "/reset-password", "/account"])(
+  const expectStrictPage = async (res: Response, headers: Record<string, string> = {}) => {
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/html/);
+    const csp = res.headers.get("content-security-policy") ?? "";
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toContain("unsafe-inline");
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    const page = await res.text();
+    expect(page).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+    const assets = [...page.matchAll(/(?:src|href)="(\/portal\/[^"]+)"/g)].map((m) => m[1]!);
+    for (let i = 0; i < assets.length; i++) {
+      const loaded = await get(assets[i]!, headers);
+      expect([assets[i], loaded.status]).toEqual([assets[i], 200]);
+      expect(loaded.headers.get("content-type")).toMatch(/^text\/(javascript|css)/);
+      // A module's own imports are assets too.
+      const body = await loaded.text();
+      for (const [, rel] of body.matchAll(/(?:from|import) "\.\/([a-z-]+\.js)"/g)) {
+        const next = `/portal/js/${rel}`;
+        if (!assets.includes(next)) assets.push(next);
+      }
+    }
+    return page;
+  };
+
+  it.each(["/login", "/forgot-password", "/reset-password"])(
     "when %s is opened, then it is HTML under a CSP without inline scripts, and its assets load",
     async (path) => {
-      const res = await get(path);
-      expect(res.status).toBe(200);
-      expect(res.headers.get("content-type")).toMatch(/^text\/html/);
-      const csp = res.headers.get("content-security-policy") ?? "";
-      expect(csp).toContain("script-src 'self'");
-      expect(csp).not.toContain("unsafe-inline");
-      expect(res.headers.get("cache-control")).toBe("no-store");
-      const page = await res.text();
-      expect(page).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
-      for (const [, asset] of page.matchAll(/(?:src|href)="(\/portal\/[^"]+)"/g)) {
-        const loaded = await get(asset!);
-        expect(loaded.status).toBe(200);
-        expect(loaded.headers.get("content-type")).toMatch(/^text\/(javascript|css)/);
-      }
+      await expectStrictPage(await get(path));
     },
   );
+
+  it.each(["/", "/billing", "/settings", "/settings/tokens", "/account"])(
+    "when %s is opened signed out, then the browser is sent to /login",
+    async (path) => {
+      const res = await get(path);
+      expect(res.status).toBe(302);
+      expect(res.headers.get("location")).toBe("/login");
+    },
+  );
+
+  it.each(["/", "/billing", "/settings", "/settings/tokens", "/account"])(
+    "when %s is opened signed in, then it is HTML under the strict CSP, with navigation, and its module scripts load",
+    async (path) => {
+      const cookie = `cgs_session=${await idp.sign({ sub: "portal-pages" })}`;
+      const page = await expectStrictPage(await get(path, { cookie }), { cookie });
+      expect(page).toContain('<nav aria-label="Main">');
+      expect(page).toContain('id="grace-banner"');
+      expect(page).toMatch(/<script type="module" src="\/portal\/js\/[a-z-]+\.js"><\/script>/);
+    },
+  );
+
+  it("when /settings/tokens is opened signed in, then the page shows that cookie's token, uncached; from another site it does not", async () => {
+    const token = await idp.sign({ sub: "token-page" });
+    const res = await get("/settings/tokens", {
+      cookie: `cgs_session=${token}`,
+      "sec-fetch-site": "same-origin",
+    });
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    const page = await res.text();
+    expect(page).toContain(token);
+    expect(page).toContain("export SERVICE_BASE_URL=http://127.0.0.1:8080");
+    expect(page).toContain("cgs login --with-token");
+    const cross = await (
+      await get("/settings/tokens", { cookie: `cgs_session=${token}`, "sec-fetch-site": "cross-site" })
+    ).text();
+    expect(cross).not.toContain(token);
+  });
+
+  it("when the checkout sends the player back to /account with a top-up outcome, then it lands on /billing", async () => {
+    const res = await get("/account?topup=success&session_id=cs_local_1");
+    expect(res.status).toBe(302);
+    expect(res.headers.get("location")).toBe("/billing?topup=success");
+  });
 
   it("when /login carries the password-updated status, then the banner shows; an unknown status shows nothing", async () => {
     const updated = await (await get("/login?status=password-updated")).text();

@@ -1,17 +1,27 @@
-import { Router, type RequestHandler, type Response } from "express";
+import { Router, type Request, type RequestHandler, type Response } from "express";
 import type { Logger } from "pino";
-import { AppError, isSameOriginRequest, readCookie, type JwtVerifier } from "@cgs/shared";
+import {
+  AppError,
+  isSameOriginRequest,
+  readCookie,
+  type JwtVerifier,
+  type OpenApiDocument,
+  type Principal,
+} from "@cgs/shared";
 import { codeChallenge, newLoginState, openLoginState, sealLoginState, type OidcClient } from "./oidc-login";
-import { portalAssets } from "./portal-assets";
+import { loadClientScripts, portalAssets } from "./portal-assets";
 import { portalCookie as cookie } from "./portal-cookies";
 import type { BrowserSessions } from "./session-refresh";
+import { forgotPasswordPage, loginPage, resetPasswordPage, type LoginBanner } from "./portal-pages";
 import {
   accountPage,
-  forgotPasswordPage,
-  loginPage,
-  resetPasswordPage,
-  type LoginBanner,
-} from "./portal-pages";
+  billingPage,
+  homePage,
+  settingsPage,
+  tokensElsewherePage,
+  tokensPage,
+} from "./player-pages";
+import { preferencesFields, topupBounds } from "./preferences-form";
 
 export const LOGIN_STATE_COOKIE = "cgs_login";
 const LOGIN_STATE_TTL_MS = 10 * 60_000;
@@ -29,6 +39,8 @@ export interface PortalOptions {
   logger: Logger;
   /** Per-IP limiter for the routes that call the identity provider. */
   limit: RequestHandler;
+  /** The API contract: the settings form and the top-up bounds are built from its schemas. */
+  openapi: OpenApiDocument;
 }
 
 const BANNERS = new Set<LoginBanner>(["password-updated", "signin-failed", "signed-out"]);
@@ -40,7 +52,8 @@ function html(res: Response, body: string): void {
 
 /**
  * The portal pages on the gateway's origin: /login (OIDC authorization code + PKCE, ending in the
- * HttpOnly session cookie), /forgot-password, /reset-password, /account, /logout, and their assets.
+ * HttpOnly session cookie), /forgot-password, /reset-password, /logout, the signed-in pages (/, /billing,
+ * /settings, /settings/tokens, /account), and their assets.
  */
 export function portalRoutes(options: PortalOptions): Router {
   const router = Router();
@@ -55,6 +68,20 @@ export function portalRoutes(options: PortalOptions): Router {
     }
     res.setHeader("Cache-Control", "public, max-age=300");
     res.type(asset.type).send(asset.body);
+  });
+
+  const clientScripts = loadClientScripts();
+  if (clientScripts.size === 0) {
+    options.logger.error("portal client scripts are missing: build the workspace (npx tsc -b)");
+  }
+  router.get("/portal/js/:file", (req, res, next) => {
+    const script = clientScripts.get(req.params.file);
+    if (script === undefined) {
+      next();
+      return;
+    }
+    res.setHeader("Cache-Control", "no-cache");
+    res.type("text/javascript; charset=utf-8").send(script);
   });
 
   // Browsers ask for it on every page; answering 204 keeps their consoles (and the access log) quiet.
@@ -112,7 +139,7 @@ export function portalRoutes(options: PortalOptions): Router {
         clearState,
         ...(await options.sessions.cookiesFor(tokens, principal.expiresAt)),
       ]);
-      res.redirect(302, "/account");
+      res.redirect(302, "/");
     } catch (err) {
       failed(err instanceof Error ? err.message : "code exchange failed");
     }
@@ -138,6 +165,79 @@ export function portalRoutes(options: PortalOptions): Router {
 
   router.get("/forgot-password", (_req, res) => html(res, forgotPasswordPage()));
   router.get("/reset-password", (_req, res) => html(res, resetPasswordPage()));
-  router.get("/account", (_req, res) => html(res, accountPage()));
+
+  /**
+   * The signed-in pages: the access cookie, or a refresh from the refresh cookie (its Set-Cookie rides on
+   * the page); without either the browser goes to /login.
+   */
+  const signedIn = async (
+    req: Request,
+    res: Response,
+  ): Promise<{ token: string; principal: Principal } | null> => {
+    const token = readCookie(req.headers.cookie, options.sessionCookieName);
+    if (token) {
+      const principal = await options.verifier.verify(token).catch(() => null);
+      if (principal) return { token, principal };
+    }
+    const refreshed = await options.sessions.refresh(req);
+    if (refreshed.kind === "unavailable") {
+      throw AppError.unavailable("The identity provider is unavailable; try again shortly", 5);
+    }
+    if (refreshed.kind === "none") return null;
+    res.append("Set-Cookie", refreshed.setCookies);
+    if (refreshed.kind !== "refreshed") return null;
+    return { token: refreshed.accessToken, principal: refreshed.principal };
+  };
+
+  const page =
+    (render: (req: Request, session: { token: string; principal: Principal }) => string): RequestHandler =>
+    async (req, res, next) => {
+      try {
+        const session = await signedIn(req, res);
+        res.setHeader("Cache-Control", "no-store");
+        if (!session) {
+          res.redirect(302, "/login");
+          return;
+        }
+        html(res, render(req, session));
+      } catch (err) {
+        next(err);
+      }
+    };
+
+  const bounds = topupBounds(options.openapi);
+  const fields = preferencesFields(options.openapi);
+  router.get(
+    "/",
+    page(() => homePage()),
+  );
+  router.get(
+    "/billing",
+    page(() => billingPage(bounds)),
+  );
+  router.get(
+    "/settings",
+    page(() => settingsPage(fields)),
+  );
+  // The access token is shown only to a same-origin navigation: a page on another site that links here
+  // gets no token in a page it cannot read anyway, and nothing is cached (no-store).
+  router.get(
+    "/settings/tokens",
+    page((req, session) =>
+      req.headers["sec-fetch-site"] === "cross-site" || req.headers["sec-fetch-site"] === "same-site"
+        ? tokensElsewherePage()
+        : tokensPage(session.token, session.principal.expiresAt, options.publicBaseUrl),
+    ),
+  );
+  router.get("/account", (req, res, next) => {
+    // Checkout's return URLs point at /account; the top-up outcome belongs to the billing page.
+    const topup = req.query.topup;
+    if (topup === "success" || topup === "cancelled") {
+      res.setHeader("Cache-Control", "no-store");
+      res.redirect(302, `/billing?topup=${topup}`);
+      return;
+    }
+    void page(() => accountPage())(req, res, next);
+  });
   return router;
 }

@@ -31,6 +31,21 @@ export function describeWithChromium(suite: string): jest.Describe {
   return describe.skip;
 }
 
+/** Debian's headless Chromium, as PEERS.md says to launch it here. */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--no-first-run",
+    ],
+  });
+}
+
 export interface PortalBrowserHarness {
   /** The gateway's public origin, where the portal pages are served. */
   base: string;
@@ -77,17 +92,7 @@ export async function startPortalBrowserHarness(name: string): Promise<PortalBro
     createApp({ config, logger, verifier: createJwtVerifier(oidcSettings(config)), upstreamAgent: agent }),
     { port: config.PORT, logger, shutdownGraceMs: 500, onClose: () => agent.destroy() },
   );
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--no-first-run",
-    ],
-  });
+  const browser = await launchChromium();
   return {
     base,
     browser,

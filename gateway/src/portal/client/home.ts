@@ -1,0 +1,299 @@
+/** `/`: balance, the session card (start, progress, PIN, connect info, private-network key, stop). */
+import { api, byId, clock, dateTime, money, say, type ApiFailure } from "./api.js";
+import "./layout.js";
+
+interface SessionStatus {
+  state: "idle" | "starting" | "running" | "stopping" | "stopped" | "failed";
+  instanceId: string | null;
+  privateNetIp: string | null;
+  startedAt: string | null;
+  ready: boolean;
+  message: string | null;
+}
+interface Credits {
+  balance: number;
+  currency: string;
+  minutesRemaining: number;
+  ratePerMinute: number;
+}
+
+// The poll bucket allows 30 a minute per account: 2.5 s while something changes leaves room for a second tab.
+const FAST_POLL_MS = 2_500;
+const SLOW_POLL_MS = 15_000;
+const IDLE_POLL_MS = 30_000;
+const CREDITS_REFRESH_MS = 30_000;
+const MIN_POLL_GAP_MS = 2_000;
+
+const el = {
+  balance: byId("balance"),
+  minutes: byId("minutes"),
+  rate: byId("rate"),
+  state: byId("session-state"),
+  ready: byId("session-ready"),
+  started: byId("session-started"),
+  elapsed: byId("session-elapsed"),
+  cost: byId("session-cost"),
+  progress: byId<HTMLProgressElement>("session-progress"),
+  progressText: byId("session-progress-text"),
+  start: byId<HTMLButtonElement>("start"),
+  stop: byId<HTMLButtonElement>("stop"),
+  message: byId("session-message"),
+  play: byId("play"),
+  pin: byId("pin"),
+  pinCountdown: byId("pin-countdown"),
+  newPin: byId<HTMLButtonElement>("new-pin"),
+  connectIp: byId("connect-ip"),
+  connectPort: byId("connect-port"),
+  vpnCreate: byId<HTMLButtonElement>("vpn-create"),
+  vpnBox: byId("vpn-box"),
+  vpnKey: byId<HTMLInputElement>("vpn-key"),
+  vpnExpiry: byId("vpn-expiry"),
+};
+
+let session: SessionStatus | null = null;
+let credits: Credits | null = null;
+let pinExpiresAt = 0;
+let startBlockedUntil = 0;
+let pollTimer: number | undefined;
+let lastPollAt = 0;
+let creditsTimer: number | undefined;
+
+const STATE_TEXT: Record<SessionStatus["state"], string> = {
+  idle: "No session",
+  starting: "Starting",
+  running: "Running",
+  stopping: "Stopping",
+  stopped: "Stopped",
+  failed: "Failed",
+};
+const ACTIVE = new Set(["starting", "running", "stopping"]);
+
+function explain(failure: ApiFailure): void {
+  el.message.replaceChildren();
+  el.message.className = "message error";
+  switch (failure.error) {
+    case "INSUFFICIENT_CREDITS": {
+      const link = document.createElement("a");
+      link.href = "/billing";
+      link.textContent = "Top up your balance";
+      el.message.append("Your balance does not cover the 15 minutes a session needs to start. ", link, ".");
+      break;
+    }
+    case "CLOUD_CAPACITY": {
+      const wait = failure.retryAfter ?? 30;
+      startBlockedUntil = Date.now() + wait * 1000;
+      el.message.textContent = `The cloud region is out of capacity right now. Nothing was charged. Try again in ${wait} s.`;
+      break;
+    }
+    case "SESSION_ALREADY_RUNNING":
+      el.message.textContent =
+        "A session is already running (started from another tab or device). It is shown below.";
+      void pollNow();
+      break;
+    case "ACCOUNT_PENDING_DELETION":
+      el.message.textContent =
+        "Your account is scheduled for deletion, so new sessions and top-ups are disabled.";
+      break;
+    case "RATE_LIMITED":
+      el.message.textContent = `Too many requests. Try again in ${failure.retryAfter ?? 60} s.`;
+      break;
+    case "SESSION_NOT_RUNNING":
+      el.message.textContent = "There is no running session.";
+      void pollNow();
+      break;
+    default:
+      el.message.textContent = failure.message;
+  }
+}
+
+function elapsedSeconds(): number {
+  if (!session?.startedAt || !ACTIVE.has(session.state)) return 0;
+  return (Date.now() - new Date(session.startedAt).getTime()) / 1000;
+}
+
+/** Once a second, without a request: elapsed time, cost so far, the PIN countdown, the capacity wait. */
+function tick(): void {
+  const active = session !== null && ACTIVE.has(session.state);
+  const seconds = elapsedSeconds();
+  el.elapsed.textContent = active && session?.startedAt ? clock(seconds) : "—";
+  // Play is charged per started minute at the wallet's rate.
+  el.cost.textContent =
+    active && credits && session?.startedAt
+      ? money(Math.max(1, Math.ceil(seconds / 60)) * credits.ratePerMinute, credits.currency)
+      : "—";
+  if (pinExpiresAt) {
+    const left = (pinExpiresAt - Date.now()) / 1000;
+    el.pinCountdown.textContent = left > 0 ? `expires in ${clock(left)}` : "expired: ask for a new PIN";
+    el.pin.classList.toggle("expired", left <= 0);
+  }
+  const wait = Math.ceil((startBlockedUntil - Date.now()) / 1000);
+  const canStart = session !== null && !ACTIVE.has(session.state);
+  el.start.hidden = !canStart && session !== null;
+  el.start.disabled = !canStart || wait > 0;
+  el.start.textContent = wait > 0 ? `Start (retry in ${wait} s)` : "Start";
+}
+
+function renderCredits(): void {
+  if (!credits) return;
+  el.balance.textContent = money(credits.balance, credits.currency);
+  el.minutes.textContent = `${credits.minutesRemaining} min`;
+  el.rate.textContent = `${money(credits.ratePerMinute, credits.currency)} per minute`;
+}
+
+function renderSession(next: SessionStatus): void {
+  const becameReady =
+    next.ready && next.state === "running" && !(session?.ready && session.state === "running");
+  // A note about the previous state ("starting…") is stale once the state moves on; errors stay until the next action.
+  if (session && session.state !== next.state && !el.message.classList.contains("error")) say(el.message, "");
+  session = next;
+  el.state.textContent = STATE_TEXT[next.state];
+  el.state.dataset.state = next.state;
+  el.ready.textContent = next.ready ? "Yes" : "No";
+  el.started.textContent = next.startedAt ? dateTime(next.startedAt) : "—";
+  el.stop.disabled = !(next.state === "starting" || next.state === "running");
+  el.stop.hidden = !ACTIVE.has(next.state);
+
+  const steps: [number, string] =
+    next.state === "starting"
+      ? [1, "Requesting a cloud instance…"]
+      : next.state === "running" && !next.ready
+        ? [2, "Instance up; waiting for the streaming host…"]
+        : next.state === "running"
+          ? [3, "Ready to play"]
+          : next.state === "stopping"
+            ? [3, "Stopping the instance…"]
+            : [0, next.state === "failed" ? (next.message ?? "The session failed.") : ""];
+  el.progress.value = steps[0];
+  el.progress.hidden = !ACTIVE.has(next.state);
+  el.progressText.textContent = steps[1];
+
+  const playing = next.state === "running" && next.ready;
+  el.play.hidden = !playing;
+  if (becameReady) {
+    void mintPin();
+    void loadConnect();
+  }
+  if (!playing) {
+    pinExpiresAt = 0;
+    el.vpnBox.hidden = true;
+  }
+  tick();
+}
+
+function schedulePoll(ms: number): void {
+  window.clearTimeout(pollTimer);
+  pollTimer = window.setTimeout(() => void pollNow(), ms);
+}
+
+async function pollNow(): Promise<void> {
+  window.clearTimeout(pollTimer);
+  // Never two polls closer than 2 s, whoever asks (a refused start, the timer).
+  const wait = lastPollAt + MIN_POLL_GAP_MS - Date.now();
+  if (wait > 0) {
+    schedulePoll(wait);
+    return;
+  }
+  lastPollAt = Date.now();
+  const res = await api<SessionStatus>("GET", "/sessions/poll");
+  if (!res.ok) {
+    if (res.failure.status === 429) {
+      const wait = res.failure.retryAfter ?? 10;
+      say(el.progressText, `Checking too often; next check in ${wait} s.`, "info");
+      schedulePoll(wait * 1000);
+    } else {
+      schedulePoll(SLOW_POLL_MS);
+    }
+    return;
+  }
+  const wasActive = session !== null && ACTIVE.has(session.state);
+  renderSession(res.body);
+  const s = res.body;
+  // Refresh the balance when play begins (cost ticks from its rate) and when it ends (the charge lands).
+  if (wasActive !== ACTIVE.has(s.state)) void loadCredits();
+  const changing = s.state === "starting" || s.state === "stopping" || (s.state === "running" && !s.ready);
+  // A hidden tab leaves the budget to the visible one unless something is changing.
+  schedulePoll(
+    changing ? FAST_POLL_MS : s.state === "running" && !document.hidden ? SLOW_POLL_MS : IDLE_POLL_MS,
+  );
+}
+
+async function loadCredits(): Promise<void> {
+  window.clearTimeout(creditsTimer);
+  const res = await api<Credits>("GET", "/credits/me");
+  if (res.ok) {
+    credits = res.body;
+    renderCredits();
+    tick();
+  }
+  if (session && ACTIVE.has(session.state)) {
+    creditsTimer = window.setTimeout(() => void loadCredits(), CREDITS_REFRESH_MS);
+  }
+}
+
+/** A session action behind a button: the button waits for the answer; a refusal is explained. */
+async function act<T>(button: HTMLButtonElement, path: string): Promise<T | null> {
+  button.disabled = true;
+  const res = await api<T>("POST", path);
+  button.disabled = false;
+  if (res.ok) return res.body;
+  explain(res.failure);
+  return null;
+}
+
+async function mintPin(): Promise<void> {
+  const minted = await act<{ pin: string; expiresAt: string }>(el.newPin, "/sessions/pair");
+  if (!minted) return;
+  el.pin.textContent = minted.pin;
+  pinExpiresAt = new Date(minted.expiresAt).getTime();
+  tick();
+}
+
+async function loadConnect(): Promise<void> {
+  const res = await api<{ privateNetIp: string; port: number }>("GET", "/sessions/connect");
+  if (!res.ok) return;
+  el.connectIp.textContent = res.body.privateNetIp;
+  el.connectPort.textContent = String(res.body.port);
+}
+
+el.start.addEventListener("click", async () => {
+  el.start.disabled = true;
+  say(el.message, "Starting…");
+  const res = await api<SessionStatus>("POST", "/sessions/start");
+  if (!res.ok) {
+    explain(res.failure);
+    tick();
+    return;
+  }
+  say(el.message, "Session starting. This page updates by itself.", "success");
+  renderSession(res.body);
+  schedulePoll(FAST_POLL_MS);
+  void loadCredits();
+});
+
+el.stop.addEventListener("click", async () => {
+  el.stop.disabled = true;
+  const res = await api<SessionStatus>("POST", "/sessions/stop");
+  if (!res.ok) {
+    explain(res.failure);
+    return;
+  }
+  say(el.message, "Stopping the session. Play is charged until the instance is gone.", "info");
+  renderSession(res.body);
+  schedulePoll(FAST_POLL_MS);
+});
+
+el.newPin.addEventListener("click", () => void mintPin());
+
+el.vpnCreate.addEventListener("click", async () => {
+  const key = await act<{ key: string; expiresAt: string }>(el.vpnCreate, "/sessions/vpn-key");
+  if (!key) return;
+  el.vpnKey.value = key.key;
+  el.vpnExpiry.textContent = `Single use; expires ${dateTime(key.expiresAt)}.`;
+  el.vpnBox.hidden = false;
+});
+
+document.addEventListener("visibilitychange", () => {
+  if (!document.hidden) void pollNow();
+});
+window.setInterval(tick, 1000);
+void loadCredits().then(() => pollNow());
