@@ -26,6 +26,8 @@ export async function launchPlatform(options: {
   gatewayPort: number;
   servicePortBase: number;
   env?: Record<string, string>;
+  /** Bring up Prometheus and Zipkin on these ports (traces then go to Zipkin); left out otherwise. */
+  observability?: { prometheusPort: number; zipkinPort: number };
 }): Promise<LaunchedPlatform> {
   const pgliteRoot = mkdtempSync(path.join(os.tmpdir(), "cgs-platform-"));
   const traces = await startOtlpReceiver();
@@ -40,6 +42,13 @@ export async function launchPlatform(options: {
       LOG_LEVEL: "warn",
       OTEL_EXPORTER_OTLP_ENDPOINT: traces.endpoint,
       OTEL_BSP_SCHEDULE_DELAY: "100",
+      ...(options.observability
+        ? {
+            PROMETHEUS_PORT: String(options.observability.prometheusPort),
+            ZIPKIN_PORT: String(options.observability.zipkinPort),
+            PROMETHEUS_SCRAPE_INTERVAL: "1s",
+          }
+        : { CGS_SKIP_PROMETHEUS: "1", CGS_SKIP_ZIPKIN: "1" }),
       ...options.env,
     },
     stdio: ["ignore", "pipe", "pipe"],
