@@ -4,9 +4,21 @@ import { metrics } from "./platform-metrics";
 /** A route template for a request, or undefined when the app did not match one. */
 export type RouteTemplateOf = (req: Request, res: Response) => string | undefined;
 
-const expressRoute: RouteTemplateOf = (req) => {
+interface RouteLocals {
+  routeBase?: string;
+}
+
+// Express resets req.baseUrl when an error leaves a router, so routers remember their mount path.
+const expressRoute: RouteTemplateOf = (req, res) => {
   const route = (req as Request & { route?: { path?: unknown } }).route;
-  return typeof route?.path === "string" ? req.baseUrl + route.path : undefined;
+  if (typeof route?.path !== "string") return undefined;
+  return ((res.locals as RouteLocals).routeBase ?? req.baseUrl) + route.path;
+};
+
+/** Mount first on a Router: remembers its mount path so an error answered later is still labelled by template. */
+export const rememberRouteBase: RequestHandler = (req, res, next) => {
+  (res.locals as RouteLocals).routeBase = req.baseUrl;
+  next();
 };
 
 const QUIET_PATHS = new Set(["/healthz", "/readyz"]);
