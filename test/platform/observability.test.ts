@@ -54,13 +54,18 @@ async function api<T = Record<string, unknown>>(method: string, path: string, bo
   return { status: res.status, body: (text ? JSON.parse(text) : {}) as T };
 }
 
-/** One instant query; the value of each returned series keyed by the given label. */
+/** One instant query; the value of each non-zero series keyed by the given label. */
 async function promQuery(query: string, by = "service"): Promise<Record<string, number>> {
   const res = await fetch(`${PROMETHEUS}/api/v1/query?query=${encodeURIComponent(query)}`);
   const json = (await res.json()) as {
     data: { result: { metric: Record<string, string>; value: [number, string] }[] };
   };
-  return Object.fromEntries(json.data.result.map((r) => [r.metric[by] ?? "", Number(r.value[1])]));
+  // Every process exports every metric, so series that are still 0 are left out.
+  return Object.fromEntries(
+    json.data.result
+      .filter((r) => Number(r.value[1]) !== 0)
+      .map((r) => [r.metric[by] ?? "", Number(r.value[1])]),
+  );
 }
 
 interface ZipkinSpan {
