@@ -16,7 +16,9 @@ interface TestFile {
 }
 
 const rules = (parse(readFileSync(rulesFile, "utf8")) as RuleFile).groups.flatMap((g) => g.rules);
-const tests = (parse(readFileSync(testsFile, "utf8")) as TestFile).tests.flatMap((t) => t.alert_rule_test ?? []);
+const tests = (parse(readFileSync(testsFile, "utf8")) as TestFile).tests.flatMap(
+  (t) => t.alert_rule_test ?? [],
+);
 const readme = readFileSync(path.resolve(here, "../../README.md"), "utf8");
 
 describe("the platform's alert rules", () => {
