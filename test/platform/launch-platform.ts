@@ -87,6 +87,38 @@ export async function launchPlatform(options: {
   };
 }
 
+/** Short simulator and worker intervals so a whole journey runs in seconds, on queues of its own. */
+export function fastJourneyEnv(queueNamePrefix: string): Record<string, string> {
+  return {
+    SIMULATOR_BOOT_DELAY_MS: "300",
+    SIMULATOR_HOST_READY_DELAY_MS: "300",
+    RECONCILER_INTERVAL_MS: "200",
+    METERING_INTERVAL_MS: "200",
+    QUEUE_WAIT_SECONDS: "1",
+    QUEUE_NAME_PREFIX: queueNamePrefix,
+  };
+}
+
+/** Calls the platform's API as a signed-in player: JSON in, the parsed JSON body (or {}) out. */
+export async function callApi<T = Record<string, unknown>>(
+  base: string,
+  token: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: T; headers: Headers }> {
+  const res = await fetch(`${base}/api/v1${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : {}) as T, headers: res.headers };
+}
+
 /** `npm run --silent token -- <email>`: a real access token from the local Keycloak. */
 export function localToken(email: string): string {
   const result = spawnSync(process.execPath, ["test/platform/token.mjs", email], {

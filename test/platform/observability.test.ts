@@ -5,7 +5,13 @@ import {
   SendMessageCommand,
 } from "@aws-sdk/client-sqs";
 import { createTestSqsClient, waitUntil } from "@cgs/shared/testing/queue";
-import { launchPlatform, localToken, type LaunchedPlatform } from "./launch-platform";
+import {
+  callApi,
+  fastJourneyEnv,
+  launchPlatform,
+  localToken,
+  type LaunchedPlatform,
+} from "./launch-platform";
 
 // What an SRE sees after a player's journey over `npm start`: the journey's trace in Zipkin, every process
 // scraped by Prometheus with the journey counted, and a message forced into a DLQ raising the metric and the
@@ -22,14 +28,7 @@ beforeAll(async () => {
     gatewayPort: 18380,
     servicePortBase: 18401,
     observability: { prometheusPort: 19390, zipkinPort: 19412 },
-    env: {
-      SIMULATOR_BOOT_DELAY_MS: "300",
-      SIMULATOR_HOST_READY_DELAY_MS: "300",
-      RECONCILER_INTERVAL_MS: "200",
-      METERING_INTERVAL_MS: "200",
-      QUEUE_WAIT_SECONDS: "1",
-      QUEUE_NAME_PREFIX: prefix,
-    },
+    env: fastJourneyEnv(prefix),
   });
   token = localToken(`sre-${Date.now()}@example.com`);
 }, 240_000);
@@ -41,18 +40,8 @@ afterAll(async () => {
   sqs.destroy();
 }, 60_000);
 
-async function api<T = Record<string, unknown>>(method: string, path: string, body?: unknown) {
-  const res = await fetch(`${platform.base}/api/v1${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: (text ? JSON.parse(text) : {}) as T };
-}
+const api = <T = Record<string, unknown>>(method: string, path: string, body?: unknown) =>
+  callApi<T>(platform.base, token, method, path, body);
 
 /** One instant query; the value of each non-zero series keyed by the given label. */
 async function promQuery(query: string, by = "service"): Promise<Record<string, number>> {
@@ -185,4 +174,27 @@ describe("what an SRE sees after a player's journey", () => {
     );
     expect(alerts).toEqual({ billing: 1 });
   }, 60_000);
+
+  test("when the SRE reads the log line about the dead-lettered message, then its trace id opens that message's trace in Zipkin", async () => {
+    const line = platform
+      .output()
+      .split("\n")
+      .filter((l) => l.startsWith("billing") && l.includes('"unprocessable message"'))
+      .map((l) => JSON.parse(l.slice(l.indexOf("{"))) as { trace_id?: string })
+      .at(-1);
+    expect(line?.trace_id).toMatch(/^[0-9a-f]{32}$/);
+    const spans = await waitUntil(
+      async () => {
+        const res = await fetch(`${ZIPKIN}/api/v2/trace/${line?.trace_id}`);
+        return res.ok ? ((await res.json()) as ZipkinSpan[]) : undefined;
+      },
+      { timeoutMs: 10_000, intervalMs: 500, description: "the log line's trace in Zipkin" },
+    );
+    expect(spans).toContainEqual(
+      expect.objectContaining({
+        kind: "CONSUMER",
+        localEndpoint: expect.objectContaining({ serviceName: "billing" }),
+      }),
+    );
+  }, 30_000);
 });
