@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Request, RequestHandler, Response } from "express";
 import { metrics } from "./platform-metrics";
 
@@ -22,22 +23,50 @@ export const rememberRouteBase: RequestHandler = (req, res, next) => {
 };
 
 const QUIET_PATHS = new Set(["/healthz", "/readyz"]);
+const STARTED = Symbol("cgs.metrics.started");
+
+type Timed = ServerResponse & { [STARTED]?: number; req: IncomingMessage };
+interface Recorders {
+  inc(): void;
+  observe(seconds: number): void;
+}
 
 /**
  * Request count and duration per method, route template and status. Unmatched paths count as
- * "unmatched" so a scanner cannot mint series; probes are not counted.
+ * "unmatched" so a scanner cannot mint series; probes are not counted. The hot path allocates nothing
+ * once a (route, method, status) has been seen: one shared finish listener, cached label children.
  */
 export function metricsMiddleware(routeOf: RouteTemplateOf = expressRoute): RequestHandler {
   const { httpRequests, httpDuration } = metrics;
-  return (req, res, next) => {
-    const started = performance.now();
-    res.once("finish", () => {
-      const route = routeOf(req, res) ?? expressRoute(req, res) ?? "unmatched";
-      if (QUIET_PATHS.has(route)) return;
-      const method = req.method;
-      httpRequests.labels(method, route, String(res.statusCode)).inc();
-      httpDuration.labels(method, route).observe((performance.now() - started) / 1000);
-    });
+  const children = new Map<string, Map<string, Map<number, Recorders>>>();
+  const recordersFor = (route: string, method: string, status: number): Recorders => {
+    let byMethod = children.get(route);
+    if (!byMethod) children.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (!byStatus) byMethod.set(method, (byStatus = new Map()));
+    let recorders = byStatus.get(status);
+    if (!recorders) {
+      const counter = httpRequests.labels(method, route, String(status));
+      const histogram = httpDuration.labels(method, route);
+      recorders = { inc: () => counter.inc(), observe: (s) => histogram.observe(s) };
+      byStatus.set(status, recorders);
+    }
+    return recorders;
+  };
+
+  function onFinish(this: Timed): void {
+    const req = this.req as Request;
+    const res = this as unknown as Response;
+    const route = routeOf(req, res) ?? expressRoute(req, res) ?? "unmatched";
+    if (QUIET_PATHS.has(route)) return;
+    const recorders = recordersFor(route, req.method, this.statusCode);
+    recorders.inc();
+    recorders.observe((performance.now() - (this[STARTED] ?? 0)) / 1000);
+  }
+
+  return (_req, res, next) => {
+    (res as unknown as Timed)[STARTED] = performance.now();
+    res.once("finish", onFinish);
     next();
   };
 }
