@@ -20,7 +20,7 @@ const named = (ms: Manifest[], kind: string, name: string) => {
 describe.each(["staging", "prod"])("chart cgs-platform observability with %s values", (env) => {
   let ms: Manifest[];
   beforeAll(() => {
-    ms = render(env);
+    ms = render(env, ["--api-versions", "monitoring.coreos.com/v1"]);
   });
 
   it("when rendered, then every process is told its metrics port, exposes it by name and is annotated for scraping", () => {
@@ -70,6 +70,12 @@ describe.each(["staging", "prod"])("chart cgs-platform observability with %s val
         expect.objectContaining({ port: "metrics", path: "/metrics", honorLabels: true }),
       ]);
     }
+  });
+
+  it("when the cluster has no Prometheus Operator, then no ServiceMonitor or PrometheusRule is rendered to fail the install", () => {
+    const plain = render(env);
+    expect(plain.filter((m) => m.apiVersion.startsWith("monitoring.coreos.com/"))).toEqual([]);
+    expect(plain.some((m) => m.kind === "Deployment")).toBe(true);
   });
 
   it("when rendered, then the PrometheusRule carries exactly the rules of the plain alerts file", () => {
