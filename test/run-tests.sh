@@ -8,6 +8,10 @@ cd "$root"
 bash test/peers/up.sh postgres redis moto stripe-mock keycloak mailpit
 bash test/peers/chromium.sh
 bash test/peers/helm.sh >/dev/null
+# promtool (alert unit tests) comes with Debian's prometheus; the platform's observability test starts
+# Prometheus and Zipkin itself, on its own ports, from these installs.
+bash test/peers/peer.sh prometheus install
+bash test/peers/peer.sh zipkin install
 eval "$(bash test/peers/up.sh --env)"
 
 echo "[test] building workspaces (tsc -b)" >&2

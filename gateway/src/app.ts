@@ -93,7 +93,13 @@ export function createApp(deps: GatewayDeps): Express {
   const redis = deps.redis;
   if (redis) readiness.push({ name: "redis", check: () => redis.sendCommand(["PING"]) });
 
-  const app = createBaseApp({ logger, readiness, jsonLimit: false, trustProxy: config.TRUST_PROXY });
+  const app = createBaseApp({
+    logger,
+    readiness,
+    jsonLimit: false,
+    trustProxy: config.TRUST_PROXY,
+    metricsRoute: (_req, res) => (res.locals as GatewayLocals).route?.path,
+  });
   app.use(securityHeaders(config.PUBLIC_BASE_URL));
 
   const cookieSecret = portalCookieSecret(config);

@@ -5,6 +5,7 @@ import {
   createJwtVerifier,
   createLogger,
   oidcSettings,
+  startMetricsServer,
   startServer,
   stopOnSignals,
 } from "@cgs/shared";
@@ -36,6 +37,12 @@ async function main(): Promise<void> {
     redis.on("error", (err: unknown) => logger.warn({ err }, "redis error"));
     await redis.connect();
   }
+  const metricsServer = await startMetricsServer({
+    service: "gateway",
+    port: config.METRICS_PORT,
+    host: config.HOST,
+    logger,
+  });
   const upstreamAgent = new http.Agent({ keepAlive: true, maxSockets: config.UPSTREAM_MAX_SOCKETS });
 
   const app = createApp({
@@ -52,7 +59,11 @@ async function main(): Promise<void> {
     shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
     // Above typical load-balancer idle timeouts (60 s) so the LB never reuses a socket we just closed.
     keepAliveTimeoutMs: 65_000,
-    onClose: [() => upstreamAgent.destroy(), async () => redis && (await redis.quit())],
+    onClose: [
+      () => upstreamAgent.destroy(),
+      async () => redis && (await redis.quit()),
+      () => metricsServer.close(),
+    ],
   });
   stopOnSignals(running, logger);
 }

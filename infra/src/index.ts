@@ -7,6 +7,7 @@ import { ClusterAddons } from "./components/cluster-addons";
 import { Database } from "./components/database";
 import { ImageRegistry } from "./components/image-registry";
 import { Network } from "./components/network";
+import { PlatformAlarms } from "./components/platform-alarms";
 import { PlatformRelease } from "./components/platform-release";
 import { PublicEndpoint } from "./components/public-endpoint";
 import { RateLimitCache } from "./components/rate-limit-cache";
@@ -108,6 +109,23 @@ const cache = new RateLimitCache("rate-limits", {
   subnetIds: network.privateSubnetIds,
   clientSecurityGroupIds: [cluster.clusterSecurityGroupId],
   secretPrefix: prefix,
+  tags,
+});
+
+const alarms = new PlatformAlarms("alarms", {
+  prefix,
+  queues: Object.fromEntries(
+    DEPLOYABLES.filter((d) => d.consumesQueue).map((d) => {
+      const queueName = queuePrefix + serviceQueueName(d.name);
+      return [d.name, { queueName, dlqName: `${queueName}-dlq` }];
+    }),
+  ),
+  database: {
+    identifier: prefix,
+    instanceClass: cfg.database.instanceClass,
+    allocatedStorageGiB: cfg.database.allocatedStorageGiB,
+  },
+  cache: { replicationGroupId: prefix, nodes: cfg.redis.nodes },
   tags,
 });
 
@@ -258,6 +276,7 @@ export const kubeconfig = pulumi.secret(cluster.kubeconfig);
 export const imageRegistry = registry.registry;
 export const repositoryUrls = registry.repositoryUrls;
 export const databaseAddress = database.address;
+export const alarmTopicArn = alarms.topicArn;
 export const redisEndpoint = cache.primaryEndpoint;
 export const queueUrlsByService = queueUrls;
 export const deadLetterQueueUrls = Object.fromEntries(Object.entries(queues).map(([n, q]) => [n, q.dlqUrl]));

@@ -110,6 +110,9 @@ export const commonServiceEnv = (defaultPort: number) => ({
   LOG_LEVEL: z.enum(logLevels).default("info").describe("pino log level"),
   HOST: z.string().min(1).default("127.0.0.1").describe("Interface to listen on (0.0.0.0 in a container)"),
   PORT: envPort(defaultPort).describe("TCP port to listen on (0 picks a free port)"),
+  METRICS_PORT: envPort(defaultPort + 1000).describe(
+    "Port of the Prometheus /metrics endpoint, apart from the API port and never exposed publicly; defaults to the process's default PORT + 1000 (gateway 9080, sessions 9101, billing 9102, accounts 9103, auth-proxy 9104)",
+  ),
   OIDC_ISSUER: envUrl()
     .default("http://127.0.0.1:8081/realms/cgs")
     .describe("Identity provider issuer URL; tokens must carry exactly this iss"),

@@ -8,4 +8,5 @@ export * from "./events";
 export * from "./openapi";
 export * from "./service";
 export * from "./tracing";
+export * from "./metrics";
 export * from "./identity";

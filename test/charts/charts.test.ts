@@ -8,6 +8,7 @@ const SERVICES = {
   "auth-proxy": 8104,
 } as const;
 const SERVICE_NAMES = Object.keys(SERVICES);
+const METRICS_PORT = 9464;
 /**
  * Synchronous calls between services the code makes (sessions -> billing/accounts for start
  * authorization and account status, billing -> accounts for the deletion-grace check). Everything
@@ -103,7 +104,10 @@ describe.each(["staging", "prod"])("chart cgs-platform with %s values", (env) =>
   it("when rendered, then each service probes /healthz for liveness and /readyz for readiness on its port", () => {
     for (const [name, port] of Object.entries(SERVICES)) {
       const [c] = podSpec(named(manifests, "Deployment", `cgs-${name}`)).containers;
-      expect(c?.ports).toEqual([expect.objectContaining({ name: "http", containerPort: port })]);
+      expect(c?.ports).toEqual([
+        expect.objectContaining({ name: "http", containerPort: port }),
+        expect.objectContaining({ name: "metrics", containerPort: METRICS_PORT }),
+      ]);
       expect(c?.livenessProbe?.httpGet).toEqual({ path: "/healthz", port: "http" });
       expect(c?.readinessProbe?.httpGet).toEqual({ path: "/readyz", port: "http" });
     }
@@ -165,15 +169,18 @@ describe.each(["staging", "prod"])("chart cgs-platform with %s values", (env) =>
         const expected = from === "gateway" || (INTERNAL_CALLS[from] ?? []).includes(to);
         expect({ from, to, allowed: allowed(manifests, from, to) }).toEqual({ from, to, allowed: expected });
       }
-      const rules = (named(manifests, "NetworkPolicy", `cgs-${to}`).spec as { ingress: PolicyRule[] })
-        .ingress;
+      // The metrics port admits the monitoring namespace (test/charts/observability.test.ts); the API port is checked here.
+      const rules = (
+        named(manifests, "NetworkPolicy", `cgs-${to}`).spec as { ingress: PolicyRule[] }
+      ).ingress.filter((r) => !(r.ports ?? []).some((p) => p.port === METRICS_PORT));
       expect(
         rules.flatMap((r) => r.from ?? []).every((p) => p.podSelector && !p.ipBlock && !p.namespaceSelector),
       ).toBe(true);
     }
     expect(allowed(manifests, "gateway", "auth-proxy")).toBe(true);
-    const gatewayRules = (named(manifests, "NetworkPolicy", "cgs-gateway").spec as { ingress: PolicyRule[] })
-      .ingress;
+    const gatewayRules = (
+      named(manifests, "NetworkPolicy", "cgs-gateway").spec as { ingress: PolicyRule[] }
+    ).ingress.filter((r) => !(r.ports ?? []).some((p) => p.port === METRICS_PORT));
     const gatewayPeers = gatewayRules.flatMap((r) => r.from ?? []);
     expect(gatewayPeers.length).toBeGreaterThan(0);
     expect(gatewayPeers.every((p) => p.ipBlock && p.ipBlock.cidr !== "0.0.0.0/0")).toBe(true);

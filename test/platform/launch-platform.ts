@@ -26,6 +26,8 @@ export async function launchPlatform(options: {
   gatewayPort: number;
   servicePortBase: number;
   env?: Record<string, string>;
+  /** Bring up Prometheus and Zipkin on these ports (traces then go to Zipkin); left out otherwise. */
+  observability?: { prometheusPort: number; zipkinPort: number };
 }): Promise<LaunchedPlatform> {
   const pgliteRoot = mkdtempSync(path.join(os.tmpdir(), "cgs-platform-"));
   const traces = await startOtlpReceiver();
@@ -40,6 +42,13 @@ export async function launchPlatform(options: {
       LOG_LEVEL: "warn",
       OTEL_EXPORTER_OTLP_ENDPOINT: traces.endpoint,
       OTEL_BSP_SCHEDULE_DELAY: "100",
+      ...(options.observability
+        ? {
+            PROMETHEUS_PORT: String(options.observability.prometheusPort),
+            ZIPKIN_PORT: String(options.observability.zipkinPort),
+            PROMETHEUS_SCRAPE_INTERVAL: "1s",
+          }
+        : { CGS_SKIP_PROMETHEUS: "1", CGS_SKIP_ZIPKIN: "1" }),
       ...options.env,
     },
     stdio: ["ignore", "pipe", "pipe"],
@@ -76,6 +85,38 @@ export async function launchPlatform(options: {
       await traces.close();
     },
   };
+}
+
+/** Short simulator and worker intervals so a whole journey runs in seconds, on queues of its own. */
+export function fastJourneyEnv(queueNamePrefix: string): Record<string, string> {
+  return {
+    SIMULATOR_BOOT_DELAY_MS: "300",
+    SIMULATOR_HOST_READY_DELAY_MS: "300",
+    RECONCILER_INTERVAL_MS: "200",
+    METERING_INTERVAL_MS: "200",
+    QUEUE_WAIT_SECONDS: "1",
+    QUEUE_NAME_PREFIX: queueNamePrefix,
+  };
+}
+
+/** Calls the platform's API as a signed-in player: JSON in, the parsed JSON body (or {}) out. */
+export async function callApi<T = Record<string, unknown>>(
+  base: string,
+  token: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: T; headers: Headers }> {
+  const res = await fetch(`${base}/api/v1${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : {}) as T, headers: res.headers };
 }
 
 /** `npm run --silent token -- <email>`: a real access token from the local Keycloak. */

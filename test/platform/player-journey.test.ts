@@ -1,5 +1,11 @@
 import { waitUntil } from "@cgs/shared/testing/queue";
-import { launchPlatform, localToken, type LaunchedPlatform } from "./launch-platform";
+import {
+  callApi,
+  fastJourneyEnv,
+  launchPlatform,
+  localToken,
+  type LaunchedPlatform,
+} from "./launch-platform";
 
 // A player's whole journey over the running platform (`npm start`): one origin, real Keycloak token, the local
 // Stripe checkout page, the cloud simulator, metering over SQS (moto), and the deletion grace.
@@ -10,36 +16,15 @@ beforeAll(async () => {
   platform = await launchPlatform({
     gatewayPort: 18180,
     servicePortBase: 18201,
-    env: {
-      SIMULATOR_BOOT_DELAY_MS: "300",
-      SIMULATOR_HOST_READY_DELAY_MS: "300",
-      RECONCILER_INTERVAL_MS: "200",
-      METERING_INTERVAL_MS: "200",
-      QUEUE_WAIT_SECONDS: "1",
-      QUEUE_NAME_PREFIX: `journey-${Date.now()}-`,
-    },
+    env: fastJourneyEnv(`journey-${Date.now()}-`),
   });
   token = localToken(`journey-${Date.now()}@example.com`);
 }, 180_000);
 
 afterAll(() => platform.cleanup());
 
-async function api<T = Record<string, unknown>>(
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; body: T; headers: Headers }> {
-  const res = await fetch(`${platform.base}/api/v1${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: (text ? JSON.parse(text) : {}) as T, headers: res.headers };
-}
+const api = <T = Record<string, unknown>>(method: string, path: string, body?: unknown) =>
+  callApi<T>(platform.base, token, method, path, body);
 
 interface Poll {
   state: string;

@@ -1,15 +1,22 @@
 // `npm start`: the whole platform on loopback. Starts the peers it needs (installing any that are missing, with
 // progress), builds the workspaces, runs the four services and the gateway, and stops everything it started on
-// Ctrl-C. Peers that were already running are left running.
+// Ctrl-C. Peers that were already running are left running. Prometheus (scraping every process's metrics port)
+// and Zipkin (receiving the traces) come up too; `--skip-observability` (or `--skip-prometheus`,
+// `--skip-zipkin`, or CGS_SKIP_PROMETHEUS=1 / CGS_SKIP_ZIPKIN=1) leaves them out for a faster start.
 import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const stateDir = process.env.CGS_STATE_DIR ?? path.join(root, ".cache", "state");
-const peers = ["moto", "stripe-mock", "keycloak", "mailpit"];
+const flag = (name) => process.argv.includes(`--${name}`);
+const skipPrometheus =
+  flag("skip-observability") || flag("skip-prometheus") || process.env.CGS_SKIP_PROMETHEUS === "1";
+const skipZipkin = flag("skip-observability") || flag("skip-zipkin") || process.env.CGS_SKIP_ZIPKIN === "1";
+const observabilityPeers = [...(skipPrometheus ? [] : ["prometheus"]), ...(skipZipkin ? [] : ["zipkin"])];
+const peers = ["moto", "stripe-mock", "keycloak", "mailpit", ...observabilityPeers];
 const say = (line) => process.stderr.write(`[platform] ${line}\n`);
 
 function run(cmd, args, opts = {}) {
@@ -25,7 +32,7 @@ function run(cmd, args, opts = {}) {
 
 function peerEnv() {
   const env = {};
-  for (const line of run("bash", ["test/peers/up.sh", "--env"]).split("\n")) {
+  for (const line of run("bash", ["test/peers/up.sh", "--env", ...peers, "postgres", "redis"]).split("\n")) {
     const match = /^export ([A-Z0-9_]+)=(.*)$/.exec(line.trim());
     if (match) env[match[1]] = match[2].replace(/^["']|["']$/g, "");
   }
@@ -43,6 +50,9 @@ const services = [
   { name: "auth-proxy", dir: "services/auth-proxy", port: servicePortBase + 3, urlVar: "AUTH_PROXY_URL" },
   { name: "gateway", dir: "gateway", port: Number(process.env.PORT ?? 8080) },
 ];
+// Each process serves /metrics on its API port + this offset (8101 -> 9101, gateway 8080 -> 9080).
+const metricsOffset = Number(process.env.METRICS_PORT_OFFSET ?? 1000);
+for (const service of services) service.metricsPort = service.port + metricsOffset;
 
 const children = [];
 let startedPeers = [];
@@ -80,7 +90,13 @@ function startService(service, env) {
     ["--enable-source-maps", "--import", path.join(root, "shared/dist/telemetry.js"), "dist/main.js"],
     {
       cwd: path.join(root, service.dir),
-      env: { ...process.env, ...env, PORT: String(service.port), OTEL_SERVICE_NAME: service.name },
+      env: {
+        ...process.env,
+        ...env,
+        PORT: String(service.port),
+        METRICS_PORT: String(service.metricsPort),
+        OTEL_SERVICE_NAME: service.name,
+      },
       stdio: ["ignore", "pipe", "pipe"],
     },
   );
@@ -147,11 +163,13 @@ async function main() {
 
   // A stale process on a port would answer our readiness probes in place of the one we start.
   for (const service of services) {
-    if (await portInUse(service.port)) {
-      throw new Error(
-        `port ${service.port} (${service.name}) is already in use: is another npm start running? ` +
-          "Stop it, or choose other ports with PORT and SERVICES_PORT_BASE.",
-      );
+    for (const port of [service.port, service.metricsPort]) {
+      if (await portInUse(port)) {
+        throw new Error(
+          `port ${port} (${service.name}) is already in use: is another npm start running? ` +
+            "Stop it, or choose other ports with PORT, SERVICES_PORT_BASE and METRICS_PORT_OFFSET.",
+        );
+      }
     }
   }
   const before = new Set(peers.filter(peerRunning));
@@ -167,8 +185,23 @@ async function main() {
 
   const pgliteRoot = process.env.PGLITE_ROOT ?? path.join(stateDir, "pglite");
   mkdirSync(pgliteRoot, { recursive: true });
+  if (!skipPrometheus) {
+    // file_sd: the running Prometheus picks the targets up within seconds, whichever ports this run uses.
+    const targets = services.map((service) => ({
+      targets: [`127.0.0.1:${service.metricsPort}`],
+      labels: { process: service.name },
+    }));
+    writeFileSync(env.PROMETHEUS_TARGETS_FILE, JSON.stringify(targets, null, 2));
+  }
+  const tracing = skipZipkin
+    ? {}
+    : {
+        OTEL_TRACES_EXPORTER: process.env.OTEL_TRACES_EXPORTER ?? "zipkin",
+        OTEL_BSP_SCHEDULE_DELAY: process.env.OTEL_BSP_SCHEDULE_DELAY ?? "500",
+      };
   const common = {
     ...env,
+    ...tracing,
     NODE_ENV: process.env.NODE_ENV ?? "development",
     HOST: "127.0.0.1",
     LOG_LEVEL: process.env.LOG_LEVEL ?? "info",
@@ -207,6 +240,8 @@ async function main() {
       `  portal:    ${base} (sign in as ${portalUser} / ${process.env.LOCAL_USER_PASSWORD ?? "local-dev-password"})`,
     );
   }
+  if (!skipPrometheus) say(`  metrics:   ${env.PROMETHEUS_URL} (alerts: ${env.PROMETHEUS_URL}/alerts)`);
+  if (!skipZipkin) say(`  traces:    ${env.ZIPKIN_URL}/zipkin/`);
   say("Ctrl-C stops everything this command started.");
 }
 

@@ -1,7 +1,7 @@
 import type { Request, RequestHandler, Response } from "express";
 import { rateLimit, type Store } from "express-rate-limit";
 import { RedisStore } from "rate-limit-redis";
-import { AppError, type RateLimitExtension } from "@cgs/shared";
+import { AppError, metrics, type RateLimitExtension } from "@cgs/shared";
 
 /** The one thing the limiter needs from a Redis client (node-redis: `(args) => client.sendCommand(args)`). */
 export interface RedisCommandSender {
@@ -63,6 +63,7 @@ export function createRateLimiters(settings: RateLimitSettings, redis?: RedisCom
       passOnStoreError: true,
       validate: { creationStack: false },
       handler: (req, _res, next) => {
+        metrics.rateLimitRejections.labels(name).inc();
         const info = (req as Request & { rateLimit?: { resetTime?: Date } }).rateLimit;
         const wait = secondsUntil(info?.resetTime, windowMs);
         next(AppError.rateLimited(wait, `Too many requests; retry in ${wait} seconds`));

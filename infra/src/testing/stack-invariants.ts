@@ -13,6 +13,7 @@ import { REPO_ROOT, broadGrants, ofType, parsePolicy, type StackRun } from "./st
 export const EXPECTED_RESOURCE_TYPES = [
   "aws:acm/certificate:Certificate",
   "aws:acm/certificateValidation:CertificateValidation",
+  "aws:cloudwatch/metricAlarm:MetricAlarm",
   "aws:ec2/eip:Eip",
   "aws:ec2/internetGateway:InternetGateway",
   "aws:ec2/launchTemplate:LaunchTemplate",
@@ -40,6 +41,7 @@ export const EXPECTED_RESOURCE_TYPES = [
   "aws:route53/record:Record",
   "aws:secretsmanager/secret:Secret",
   "aws:secretsmanager/secretVersion:SecretVersion",
+  "aws:sns/topic:Topic",
   "aws:sqs/queue:Queue",
   "aws:sqs/redriveAllowPolicy:RedriveAllowPolicy",
   "cgs:infra:AppSecrets",
@@ -48,6 +50,7 @@ export const EXPECTED_RESOURCE_TYPES = [
   "cgs:infra:Database",
   "cgs:infra:ImageRegistry",
   "cgs:infra:Network",
+  "cgs:infra:PlatformAlarms",
   "cgs:infra:PlatformRelease",
   "cgs:infra:PublicEndpoint",
   "cgs:infra:RateLimitCache",

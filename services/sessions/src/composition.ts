@@ -1,4 +1,11 @@
-import { startEventWorkers, startPeriodicWorker, type Closer, type OpenedDatabase } from "@cgs/shared";
+import {
+  metrics,
+  onScrape,
+  startEventWorkers,
+  startPeriodicWorker,
+  type Closer,
+  type OpenedDatabase,
+} from "@cgs/shared";
 import { createAccountsClient } from "./clients/accounts-client";
 import { createBillingClient } from "./clients/billing-client";
 import type { CloudProvider } from "./cloud/cloud-provider";
@@ -13,6 +20,8 @@ import { SimulatedStreamingHost, SunshineStreamingHost, type StreamingHost } fro
 import type { SessionsAppDeps } from "./app";
 import type { SessionsConfig } from "./config";
 import type * as schema from "./data/schema";
+import { countActiveSessionsByState } from "./data/session-repository";
+import { activeStates } from "./data/session-tables";
 import { sessionEventHandlers } from "./domain/event-handlers";
 import { sweepIdleSessions } from "./domain/idle-sweep";
 import { Reconciler } from "./domain/reconciler";
@@ -127,9 +136,14 @@ export async function startSessionsWorkers(
     () => sweepIdleSessions(deps),
     logger,
   );
+  const stopCounting = onScrape(async () => {
+    const counts = await countActiveSessionsByState(database.db);
+    for (const state of activeStates) metrics.sessionsByState.labels(state).set(counts.get(state) ?? 0);
+  });
   closers.unshift(
     () => reconcile.stop(),
     () => idleSweep.stop(),
+    stopCounting,
   );
   return closers;
 }

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { errorHandler, notFoundHandler } from "../errors";
 import { healthRoutes, type ReadinessCheck } from "./health-routes";
 import { loggingMiddleware } from "./logging-middleware";
+import { metricsMiddleware, type RouteTemplateOf } from "../metrics/metrics-middleware";
 
 export interface BaseAppOptions {
   logger: Logger;
@@ -11,6 +12,8 @@ export interface BaseAppOptions {
   jsonLimit?: string | number | false;
   /** Express "trust proxy" setting; loopback by default. */
   trustProxy?: boolean | number | string | string[];
+  /** The route template a request matched, for metric labels; defaults to Express's matched route. */
+  metricsRoute?: RouteTemplateOf;
 }
 
 /**
@@ -22,11 +25,13 @@ export function createBaseApp({
   readiness = [],
   jsonLimit = "100kb",
   trustProxy = "loopback",
+  metricsRoute,
 }: BaseAppOptions): Express {
   const app = express();
   app.disable("x-powered-by");
   app.set("trust proxy", trustProxy);
   app.set("query parser", "simple");
+  app.use(metricsMiddleware(metricsRoute));
   app.use(loggingMiddleware(logger));
   app.use(healthRoutes(readiness));
   if (jsonLimit !== false) app.use(express.json({ limit: jsonLimit }));

@@ -10,6 +10,7 @@ import { parseEvent, type AnyEvent, type EventEnvelope, type EventType } from ".
 import { silentLogger, type ComponentLogger } from "../db/component-logger";
 import type { Database, DatabaseSchema, Transaction } from "../db/database-types";
 import { processedEventsTable } from "../db/shared-tables";
+import { metrics } from "../metrics/platform-metrics";
 import { recordSpanError, sharedTracer } from "../tracing/span-helpers";
 import { extractTraceContext } from "../tracing/trace-carrier";
 import { traceCarrierFromAttributes } from "./message-attributes";
@@ -40,6 +41,8 @@ export interface ConsumerOptions<TSchema extends DatabaseSchema> {
    * Unset: they are left undeleted and the queue's RedrivePolicy moves them after maxReceiveCount.
    */
   deadLetterQueueUrl?: string;
+  /** The queue's RedrivePolicy maxReceiveCount: a failure on that receive counts as dead-lettered. */
+  maxReceiveCount?: number;
   /** Pause after a failed receive (network, throttling) before polling again. */
   receiveErrorBackoffMs?: number;
   logger?: ComponentLogger;
@@ -97,6 +100,7 @@ export function startConsumer<TSchema extends DatabaseSchema>(options: ConsumerO
         }),
       );
       await deleteMessage(message);
+      metrics.deadLettered.inc();
     } catch (err) {
       logger.error(
         { err, messageId: message.MessageId },
@@ -138,6 +142,7 @@ export function startConsumer<TSchema extends DatabaseSchema>(options: ConsumerO
     try {
       const outcome = await runHandler(event);
       await deleteMessage(message);
+      metrics.consumerLag.labels(event.type).observe((Date.now() - Date.parse(event.occurredAt)) / 1000);
       logger.info(
         { ...log, outcome },
         outcome === "duplicate" ? "duplicate event acknowledged" : "event handled",
@@ -146,6 +151,8 @@ export function startConsumer<TSchema extends DatabaseSchema>(options: ConsumerO
     } catch (err) {
       recordSpanError(span, err);
       const receiveCount = message.Attributes?.ApproximateReceiveCount;
+      if (options.maxReceiveCount && Number(receiveCount) >= options.maxReceiveCount)
+        metrics.deadLettered.inc();
       logger.warn({ ...log, err, receiveCount }, "event handler failed; message left for redelivery");
       return "failed";
     }

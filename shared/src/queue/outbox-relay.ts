@@ -169,3 +169,15 @@ export function retryDelayMs(attempt: number, baseMs: number, maxMs: number): nu
   const exponential = Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt - 1));
   return Math.round(exponential * (0.5 + Math.random() / 2));
 }
+
+/** Rows not yet relayed and the age of the oldest, for the backlog gauges. */
+export async function outboxBacklog(db: SqlExecutor): Promise<{ rows: number; oldestAgeSeconds: number }> {
+  const [row] = await db
+    .select({
+      rows: sql<number>`count(*)::int`,
+      oldestAgeSeconds: sql<number>`coalesce(extract(epoch from now() - min(${outboxTable.createdAt})), 0)::float8`,
+    })
+    .from(outboxTable)
+    .where(isNull(outboxTable.sentAt));
+  return { rows: Number(row?.rows ?? 0), oldestAgeSeconds: Number(row?.oldestAgeSeconds ?? 0) };
+}

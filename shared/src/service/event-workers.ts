@@ -1,14 +1,16 @@
-import type { SQSClient } from "@aws-sdk/client-sqs";
+import { GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Logger } from "pino";
 import type { Database, DatabaseSchema } from "../db";
 import type { EventType } from "../events";
 import type { Closer } from "../http";
+import { metrics, onScrape } from "../metrics";
 import {
   createQueueUrlResolver,
   createSqsClient,
   destinationsFor,
   enqueueEvent,
   ensureQueue,
+  outboxBacklog,
   platformEventRoutes,
   startConsumer,
   startOutboxRelay,
@@ -91,19 +93,40 @@ export async function startEventWorkers<TSchema extends DatabaseSchema>(
     logger: logger.child({ component: "outbox-relay" }),
   });
   closers.push(() => relay.stop());
+  const stopBacklogGauge = onScrape(async () => {
+    const backlog = await outboxBacklog(options.db);
+    metrics.outboxBacklog.set(backlog.rows);
+    metrics.outboxOldestAge.set(backlog.oldestAgeSeconds);
+  });
+  closers.push(stopBacklogGauge);
   if (options.handlers) {
     const resolve = createQueueUrlResolver(sqs);
+    const deadLetterQueueUrl = await resolve(`${ownQueue}-dlq`);
     const consumer = startConsumer({
       sqs,
       queueUrl: await resolve(ownQueue),
-      deadLetterQueueUrl: await resolve(`${ownQueue}-dlq`),
+      deadLetterQueueUrl,
+      maxReceiveCount: config.QUEUE_MAX_RECEIVE_COUNT,
       handlers: options.handlers,
       db: options.db,
       waitTimeSeconds: config.QUEUE_WAIT_SECONDS,
       logger: logger.child({ component: "consumer", queue: ownQueue }),
     });
     closers.unshift(() => consumer.stop());
+    closers.push(onScrape(() => refreshDlqDepth(sqs, deadLetterQueueUrl)));
   }
   closers.push(() => sqs.destroy());
   return { sqs, closers };
+}
+
+async function refreshDlqDepth(sqs: SQSClient, deadLetterQueueUrl: string): Promise<void> {
+  const out = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: deadLetterQueueUrl,
+      AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    }),
+  );
+  const visible = Number(out.Attributes?.ApproximateNumberOfMessages ?? 0);
+  const inFlight = Number(out.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0);
+  metrics.dlqDepth.set(visible + inFlight);
 }

@@ -5,6 +5,7 @@ import { createJwtVerifier, type JwtVerifier } from "../auth";
 import { ConfigError, loadConfig, oidcSettings, type CommonServiceConfig } from "../config";
 import { openDatabase, type DatabaseSchema, type OpenedDatabase } from "../db";
 import { createLogger, startServer, stopOnSignals, type Closer, type RunningServer } from "../http";
+import { startMetricsServer } from "../metrics";
 
 type ServiceConfig = CommonServiceConfig & { DATABASE_URL?: string; PGLITE_DATA_DIR?: string };
 
@@ -56,13 +57,19 @@ export async function runService<
     applicationName: definition.name,
   });
   const context = { config, logger, database, verifier: createJwtVerifier(oidcSettings(config)) };
+  const metricsServer = await startMetricsServer({
+    service: definition.name,
+    port: config.METRICS_PORT,
+    host: config.HOST,
+    logger,
+  });
   const workers = (await definition.startWorkers?.(context)) ?? [];
   const running = await startServer(definition.buildApp(context), {
     port: config.PORT,
     host: config.HOST,
     logger,
     shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
-    onClose: [...workers, () => database.close()],
+    onClose: [...workers, () => database.close(), () => metricsServer.close()],
   });
   stopOnSignals(running, logger);
   return running;

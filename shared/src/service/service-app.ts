@@ -2,6 +2,7 @@ import { Router, type Express } from "express";
 import type { Logger } from "pino";
 import { requireAuth, type JwtVerifier } from "../auth";
 import { createBaseApp, installErrorHandlers, type ReadinessCheck } from "../http";
+import { rememberRouteBase } from "../metrics/metrics-middleware";
 
 export interface ServiceAppOptions {
   logger: Logger;
@@ -24,10 +25,11 @@ export function createServiceApp(options: ServiceAppOptions): Express {
     readiness: [{ name: "db", check: () => options.database.ping() }, ...(options.readiness ?? [])],
   });
   const publicApi = Router();
+  publicApi.use(rememberRouteBase);
   options.publicRoutes?.(publicApi);
   app.use("/api/v1", publicApi);
   const api = Router();
-  api.use(requireAuth(options.verifier));
+  api.use(rememberRouteBase, requireAuth(options.verifier));
   options.routes?.(api);
   app.use("/api/v1", api);
   installErrorHandlers(app, { logger: options.logger });

@@ -22,6 +22,16 @@ describe("telemetryOptionsFromEnv", () => {
     ).toBe("console");
   });
 
+  it("when OTEL_TRACES_EXPORTER=zipkin, then spans go to Zipkin even with an OTLP endpoint set", () => {
+    expect(
+      telemetryOptionsFromEnv({
+        OTEL_TRACES_EXPORTER: "zipkin",
+        OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318",
+        OTEL_SERVICE_NAME: "gateway",
+      }),
+    ).toEqual({ exporter: "zipkin", serviceName: "gateway" });
+  });
+
   it("when nothing is configured or the exporter is none, then nothing is exported", () => {
     expect(telemetryOptionsFromEnv({})).toEqual({ exporter: "none", serviceName: undefined });
     expect(

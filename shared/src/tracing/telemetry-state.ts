@@ -2,7 +2,7 @@
 // and so importing it never loads the SDK itself.
 const STATE_KEY = Symbol.for("cgs.shared.telemetry");
 
-export type TracesExporterKind = "otlp" | "console" | "none";
+export type TracesExporterKind = "otlp" | "zipkin" | "console" | "none";
 
 export interface TelemetryOptions {
   serviceName?: string;

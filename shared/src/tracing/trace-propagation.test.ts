@@ -30,7 +30,7 @@ function buildForChildProcesses(): void {
       const full = path.join(dir, entry);
       return statSync(full).isDirectory() ? walk(full) : [full];
     });
-  const sources = ["db", "queue", "tracing", "testing"]
+  const sources = ["db", "queue", "metrics", "tracing", "testing"]
     .flatMap((dir) => walk(path.join(sharedSrc, dir)))
     .concat([path.join(sharedSrc, "events.ts"), path.join(sharedSrc, "telemetry.ts")])
     .filter((file) => file.endsWith(".ts") && !file.endsWith(".test.ts"));

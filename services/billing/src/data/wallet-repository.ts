@@ -1,5 +1,5 @@
 import { and, eq, sql } from "drizzle-orm";
-import type { Database, SqlExecutor, Transaction } from "@cgs/shared";
+import { metrics, type Database, type SqlExecutor, type Transaction } from "@cgs/shared";
 import { ledgerEntriesTable, walletsTable, type LedgerKind } from "./billing-tables";
 import type * as schema from "./schema";
 
@@ -85,6 +85,9 @@ export async function postLedgerEntry(
     .where(eq(walletsTable.accountId, wallet.accountId));
   wallet.balance = balance;
   wallet.held = held;
+  // Counted at the one place money moves; a transaction rolled back after this overcounts (rare, and only up).
+  if (posting.amount !== 0)
+    metrics.credits.labels(posting.amount > 0 ? "in" : "out", wallet.currency).inc(Math.abs(posting.amount));
   return { applied: true, balance, held };
 }
 

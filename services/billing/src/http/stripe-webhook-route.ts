@@ -1,6 +1,6 @@
 import express, { type RequestHandler } from "express";
 import type Stripe from "stripe";
-import { AppError } from "@cgs/shared";
+import { AppError, metrics } from "@cgs/shared";
 import type { BillingDeps } from "../domain/billing-deps";
 import { applyStripeEvent } from "../domain/stripe-events";
 
@@ -16,6 +16,7 @@ export interface StripeWebhookOptions {
  */
 export function stripeWebhookRoute(deps: BillingDeps, options: StripeWebhookOptions): RequestHandler[] {
   const verify: RequestHandler = async (req, res) => {
+    const started = performance.now();
     const signature = req.get("stripe-signature");
     if (!signature) throw AppError.validation("Stripe-Signature", "Stripe-Signature header is required");
     const body: unknown = req.body;
@@ -29,12 +30,21 @@ export function stripeWebhookRoute(deps: BillingDeps, options: StripeWebhookOpti
         options.toleranceSeconds,
       );
     } catch {
+      metrics.webhookFailures.labels("signature").inc();
       throw AppError.validation(
         "Stripe-Signature",
         "Stripe-Signature does not match the body, or its timestamp is outside the tolerance",
       );
     }
-    const outcome = await applyStripeEvent(deps, event);
+    const outcome = await applyStripeEvent(deps, event).catch((err: unknown) => {
+      metrics.webhookFailures.labels("processing").inc();
+      metrics.webhookDuration.labels("failed").observe((performance.now() - started) / 1000);
+      throw err;
+    });
+    metrics.webhookDuration.labels("applied").observe((performance.now() - started) / 1000);
+    // Paid but not credited: money a player is waiting for, so it counts as a failure too.
+    if (outcome === "unattributable" || outcome === "currency_mismatch")
+      metrics.webhookFailures.labels(outcome).inc();
     deps.logger.info({ stripeEventId: event.id, type: event.type, outcome }, "stripe event received");
     res.json({ received: true });
   };

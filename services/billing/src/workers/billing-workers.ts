@@ -1,5 +1,6 @@
-import { startPeriodicWorker, type Closer, type startEventWorkers } from "@cgs/shared";
+import { metrics, onScrape, startPeriodicWorker, type Closer, type startEventWorkers } from "@cgs/shared";
 import type { BillingContext } from "../app";
+import { meteringLagSeconds } from "../data/metering-lag-repository";
 import type { BillingDeps } from "../domain/billing-deps";
 import { meterRunningSessions, releaseExpiredHolds } from "../domain/metering";
 import { chargeStoragePeriods } from "../domain/storage-billing";
@@ -36,6 +37,9 @@ export async function startBillingWorkers(
     () => chargeStoragePeriods(deps),
     logger.child({ component: "storage-billing" }),
   );
+  const stopLagGauge = onScrape(async () =>
+    metrics.meteringLag.set(await meteringLagSeconds(database.db, deps.now())),
+  );
   // Timers first, so no pass starts against a closing database; then the consumer and relay.
-  return [() => metering.stop(), () => storage.stop(), ...events.closers];
+  return [() => metering.stop(), () => storage.stop(), stopLagGauge, ...events.closers];
 }

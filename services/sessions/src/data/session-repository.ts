@@ -261,3 +261,13 @@ export async function savePinDigest(
 export async function deleteExpiredPins(db: SessionsDb): Promise<void> {
   await db.delete(pairingPinsTable).where(lt(pairingPinsTable.expiresAt, sql`now()`));
 }
+
+/** Sessions in each active state (ended ones accumulate forever, so they are not counted here). */
+export async function countActiveSessionsByState(db: Executor): Promise<Map<StoredSessionState, number>> {
+  const rows = await db
+    .select({ state: sessionsTable.state, count: sql<number>`count(*)::int` })
+    .from(sessionsTable)
+    .where(inArray(sessionsTable.state, [...activeStates]))
+    .groupBy(sessionsTable.state);
+  return new Map(rows.map((r) => [r.state, Number(r.count)]));
+}

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { metrics } from "@cgs/shared";
 import type { CloudInstance } from "../cloud/cloud-provider";
 import {
   claimActiveSessions,
@@ -80,6 +81,8 @@ export class Reconciler {
           );
           report.cloudCalls += calls;
           note(transition);
+          if (transition === "ready")
+            metrics.startToReady.observe((Date.now() - row.createdAt.getTime()) / 1000);
         } catch (err) {
           this.deps.logger.error(
             { err, sessionId: row.id },

@@ -1,5 +1,5 @@
 import { createHmac, randomInt } from "node:crypto";
-import { AppError } from "@cgs/shared";
+import { AppError, metrics } from "@cgs/shared";
 import {
   findActiveSession,
   findLatestSession,
@@ -43,6 +43,7 @@ export async function createPairingPin(deps: SessionsDomainDeps, accountId: stri
   const { config, streamingHost, logger } = deps;
   const session = await liveSession(deps, accountId);
   if (!session.ready || !session.privateNetIp) {
+    metrics.pairingFailures.labels("not_ready").inc();
     throw new AppError("NOT_READY", "The session is not ready for pairing yet; poll until ready is true");
   }
   const pin = String(randomInt(0, 10_000)).padStart(4, "0");
@@ -61,6 +62,7 @@ export async function createPairingPin(deps: SessionsDomainDeps, accountId: stri
     }
   }
   if (!accepted) {
+    metrics.pairingFailures.labels("host_unavailable").inc();
     logger.warn({ err: lastError, sessionId: session.id }, "streaming host refused the pairing PIN");
     throw AppError.unavailable("The streaming host is not answering; try pairing again shortly", 5);
   }

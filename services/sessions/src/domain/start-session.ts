@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { AppError } from "@cgs/shared";
+import { AppError, metrics } from "@cgs/shared";
 import type { StartAuthorization } from "../clients/billing-client";
 import { CloudCapacityError } from "../cloud/cloud-provider";
 import {
@@ -120,6 +120,7 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
   } catch (err) {
     await abandon();
     if (err instanceof CloudCapacityError) {
+      metrics.capacityFailures.inc();
       logger.warn({ sessionId: session.id, cloudCode: err.cloudCode }, "cloud capacity error at start");
       throw new AppError("CLOUD_CAPACITY", err.message, 503, {
         "Retry-After": String(config.CLOUD_CAPACITY_RETRY_AFTER_SECONDS),

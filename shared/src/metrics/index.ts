@@ -1,0 +1,3 @@
+export * from "./platform-metrics";
+export * from "./metrics-middleware";
+export * from "./metrics-server";
