@@ -78,6 +78,16 @@ export async function launchPlatform(options: {
   };
 }
 
+/** A quick simulator, reconciler, metering and queue, for tests that play a session end to end. */
+export const fastPlatformEnv = (queuePrefix: string): Record<string, string> => ({
+  SIMULATOR_BOOT_DELAY_MS: "300",
+  SIMULATOR_HOST_READY_DELAY_MS: "300",
+  RECONCILER_INTERVAL_MS: "200",
+  METERING_INTERVAL_MS: "200",
+  QUEUE_WAIT_SECONDS: "1",
+  QUEUE_NAME_PREFIX: `${queuePrefix}-${Date.now()}-`,
+});
+
 /** `npm run --silent token -- <email>`: a real access token from the local Keycloak. */
 export function localToken(email: string): string {
   const result = spawnSync(process.execPath, ["test/platform/token.mjs", email], {

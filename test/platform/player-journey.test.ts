@@ -1,5 +1,5 @@
 import { waitUntil } from "@cgs/shared/testing/queue";
-import { launchPlatform, localToken, type LaunchedPlatform } from "./launch-platform";
+import { fastPlatformEnv, launchPlatform, localToken, type LaunchedPlatform } from "./launch-platform";
 
 // A player's whole journey over the running platform (`npm start`): one origin, real Keycloak token, the local
 // Stripe checkout page, the cloud simulator, metering over SQS (moto), and the deletion grace.
@@ -10,14 +10,7 @@ beforeAll(async () => {
   platform = await launchPlatform({
     gatewayPort: 18180,
     servicePortBase: 18201,
-    env: {
-      SIMULATOR_BOOT_DELAY_MS: "300",
-      SIMULATOR_HOST_READY_DELAY_MS: "300",
-      RECONCILER_INTERVAL_MS: "200",
-      METERING_INTERVAL_MS: "200",
-      QUEUE_WAIT_SECONDS: "1",
-      QUEUE_NAME_PREFIX: `journey-${Date.now()}-`,
-    },
+    env: fastPlatformEnv("journey"),
   });
   token = localToken(`journey-${Date.now()}@example.com`);
 }, 180_000);

@@ -32,7 +32,10 @@ describe("protected resource metadata (RFC 9728)", () => {
     expect(res.headers.get("www-authenticate")).toBe(
       `Bearer resource_metadata="${publicBase}/.well-known/oauth-protected-resource"`,
     );
-    expect(await res.json()).toEqual({ error: "UNAUTHENTICATED", message: "Missing or invalid bearer token" });
+    expect(await res.json()).toEqual({
+      error: "UNAUTHENTICATED",
+      message: "Missing or invalid bearer token",
+    });
   });
 
   it("when one IP asks more often than the read limit, then it gets 429 with Retry-After", async () => {

@@ -102,7 +102,8 @@ export function accountCommands(program: Command): void {
     .argument("<key=value...>", "one or more preferences to change")
     .action(
       action(async (ctx, pairs: string[]) => {
-        const prefs = await ctx.client().settings.update(parseSettings(pairs));
+        const patch = parseSettings(pairs);
+        const prefs = await ctx.client().settings.update(patch);
         emit(ctx.options.json, prefs, () =>
           Object.entries(prefs)
             .map(([k, v]) => `${k}=${String(v)}`)

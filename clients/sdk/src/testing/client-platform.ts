@@ -1,6 +1,11 @@
 import { spawnSync } from "node:child_process";
 import { waitUntil } from "@cgs/shared/testing/queue";
-import { launchPlatform, repoRoot, type LaunchedPlatform } from "../../../../test/platform/launch-platform";
+import {
+  fastPlatformEnv,
+  launchPlatform,
+  repoRoot,
+  type LaunchedPlatform,
+} from "../../../../test/platform/launch-platform";
 import type { Client } from "../client";
 
 /** `npm start` on the given ports with a fast simulator, short rate-limit windows and 1 s capacity back-off. */
@@ -12,12 +17,7 @@ export function launchClientPlatform(
     gatewayPort,
     servicePortBase: gatewayPort + 1,
     env: {
-      SIMULATOR_BOOT_DELAY_MS: "300",
-      SIMULATOR_HOST_READY_DELAY_MS: "300",
-      RECONCILER_INTERVAL_MS: "200",
-      METERING_INTERVAL_MS: "200",
-      QUEUE_WAIT_SECONDS: "1",
-      QUEUE_NAME_PREFIX: `clients-${gatewayPort}-${Date.now()}-`,
+      ...fastPlatformEnv(`clients-${gatewayPort}`),
       CLOUD_CAPACITY_RETRY_AFTER_SECONDS: "1",
       ...env,
     },
