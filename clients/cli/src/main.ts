@@ -14,7 +14,7 @@ export function buildProgram(): Command {
     )
     .addOption(new Option("--profile <name>", "credentials profile").default("default"))
     .option("--json", "print the API's JSON only")
-    .showHelpAfterError()
+    .showHelpAfterError("(run `cgs --help` for the commands, `cgs COMMAND --help` for one)")
     .exitOverride();
   program.addHelpText(
     "after",
