@@ -24,20 +24,9 @@ const KEYCLOAK_TOKEN = "http://127.0.0.1:8081/realms/cgs/protocol/openid-connect
 
 beforeAll(async () => {
   platform = await launchClientPlatform(18590);
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH || "/usr/bin/chromium",
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--no-first-run",
-    ],
-  });
 }, 180_000);
 afterAll(async () => {
   for (const user of users) await user.remove();
-  await browser?.close();
   await platform?.cleanup();
 });
 
@@ -70,6 +59,20 @@ const refreshWithCli = (refreshToken: string) =>
   });
 
 describeWithChromium("cgs login in Chromium")("cgs login (device sign-in)", () => {
+  beforeAll(async () => {
+    browser = await chromium.launch({
+      executablePath: process.env.CHROMIUM_PATH || "/usr/bin/chromium",
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--no-first-run",
+      ],
+    });
+  });
+  afterAll(() => browser?.close());
+
   async function deviceLogin(
     user: TestUser,
     home: string,
@@ -283,7 +286,7 @@ describe("cgs commands, in text and --json", () => {
   }, 150_000);
 });
 
-describe("rotation with two cgs processes", () => {
+describe("rotation with several cgs processes", () => {
   test("when the access token has expired and two commands run at once, then both succeed and the session survives", async () => {
     const home = await signedInHome(uniqueEmail("cli-race"));
     const file = path.join(home, "cgs", "credentials.json");
