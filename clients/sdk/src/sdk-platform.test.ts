@@ -100,6 +100,25 @@ describe("the SDK's resource groups through the gateway", () => {
   }, 60_000);
 });
 
+describe("waiting for a session", () => {
+  test("when the wait is shorter than the boot or is aborted, then waitUntilReady stops polling and says why", async () => {
+    const client = createClient({ baseUrl: platform.base, session: localSession(uniqueEmail("sdk-wait")) });
+    await fundAccount(client);
+    await client.sessions.start();
+    const timedOut = await client.sessions.waitUntilReady({ timeoutMs: 1_000 }).catch((e: unknown) => e);
+    expect(timedOut).toBeInstanceOf(ApiError);
+    expect(timedOut).toMatchObject({
+      code: "TIMEOUT",
+      message: expect.stringMatching(/still (starting|running)/),
+    });
+    const aborted = await client.sessions
+      .waitUntilReady({ signal: AbortSignal.abort() })
+      .catch((e: unknown) => e);
+    expect((aborted as Error).name).toBe("AbortError");
+    await client.sessions.stop();
+  }, 30_000);
+});
+
 describe("session refresh", () => {
   test("when the access token has expired, then 20 concurrent calls share one refresh and the old refresh token is dead", async () => {
     const real = localSession(uniqueEmail("sdk-refresh"));
