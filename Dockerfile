@@ -18,6 +18,8 @@ COPY services/accounts/package.json services/accounts/
 COPY services/auth-proxy/package.json services/auth-proxy/
 COPY infra/package.json infra/
 COPY test/package.json test/
+COPY clients/sdk/package.json clients/sdk/
+COPY clients/cli/package.json clients/cli/
 
 FROM manifests AS build
 ARG SERVICE

@@ -7,6 +7,7 @@ const base = {
   moduleNameMapper: {
     "^@cgs/shared$": "<rootDir>/../shared/src/index.ts",
     "^@cgs/shared/(.*)$": "<rootDir>/../shared/src/$1",
+    "^@cgs/sdk$": "<rootDir>/../clients/sdk/src/index.ts",
   },
   testMatch: ["<rootDir>/**/*.test.ts"],
   testPathIgnorePatterns: ["/node_modules/", "/dist/"],
@@ -34,5 +35,7 @@ module.exports = {
     project("auth-proxy", "services/auth-proxy"),
     project("infra", "infra"),
     project("test", "test"),
+    project("sdk", "clients/sdk"),
+    project("cli", "clients/cli"),
   ],
 };

@@ -16,6 +16,7 @@ import {
 import type { GatewayConfig } from "./config";
 import { buildRouteTable, type RouteEntry, type UpstreamUrls } from "./http/route-table";
 import { createRateLimiters, type RedisCommandSender } from "./http/rate-limit-middleware";
+import { bearerChallenge, protectedResourceMetadata } from "./http/protected-resource-metadata";
 import { securityHeaders } from "./http/security-headers";
 import { createUpstreamProxy } from "./http/upstream-proxy";
 import { createOidcClient, type OidcClient } from "./portal/oidc-login";
@@ -132,6 +133,13 @@ export function createApp(deps: GatewayDeps): Express {
   app.get("/openapi.json", limiters.forBucket({ bucket: "read", scope: "ip" }), (_req, res) => {
     res.type("application/json").send(documentJson);
   });
+  app.use(
+    protectedResourceMetadata({
+      publicBaseUrl: config.PUBLIC_BASE_URL,
+      issuer: config.OIDC_ISSUER,
+      limit: limiters.forBucket({ bucket: "read", scope: "ip" }),
+    }),
+  );
 
   const resolveRoute: RequestHandler = (req, res, next) => {
     const match = table.match(req.method, req.path);
@@ -263,6 +271,7 @@ export function createApp(deps: GatewayDeps): Express {
 
   const api = express.Router();
   api.use(resolveRoute, gatewayOwned, authenticate, limit, parseBody, validate, perEmail, proxy);
+  api.use(bearerChallenge(config.PUBLIC_BASE_URL));
   // Mounted at the root (not at "/api") so req.path and req.originalUrl stay the full documented path.
   app.use((req, res, next) => (req.path.startsWith("/api/") ? api(req, res, next) : next()));
   installErrorHandlers(app, { logger });

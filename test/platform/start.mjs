@@ -180,7 +180,9 @@ async function main() {
 
   const buildStarted = Date.now();
   say("building workspaces (tsc -b)");
-  run("npx", ["tsc", "-b", ...services.map((s) => s.dir)], { stdio: ["ignore", "inherit", "inherit"] });
+  run("npx", ["tsc", "-b", ...services.map((s) => s.dir), "clients/cli"], {
+    stdio: ["ignore", "inherit", "inherit"],
+  });
   say(`built in ${((Date.now() - buildStarted) / 1000).toFixed(1)} s`);
 
   const pgliteRoot = process.env.PGLITE_ROOT ?? path.join(stateDir, "pglite");

@@ -1,0 +1,370 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { chromium, type Browser } from "playwright-core";
+import { createTestUser, totpCode, uniqueEmail, type TestUser } from "@cgs/shared/testing/keycloak";
+import { repoRoot, type LaunchedPlatform } from "../../../test/platform/launch-platform";
+import { describeWithChromium } from "../../../gateway/src/testing/portal-browser-harness";
+import { createClient } from "@cgs/sdk";
+import {
+  expiredCopy,
+  fundAccount,
+  launchClientPlatform,
+  localSession,
+} from "../../sdk/src/testing/client-platform";
+import { cgsEnv, runCgs, spawnCgs } from "./testing/run-cgs";
+
+// The built `cgs` binary as a person runs it, against `npm start` on ports 18590-18594 and the real Keycloak.
+// Run under `flock /tmp/cgs-platform.lock`.
+let platform: LaunchedPlatform;
+let browser: Browser;
+const users: TestUser[] = [];
+const KEYCLOAK_TOKEN = "http://127.0.0.1:8081/realms/cgs/protocol/openid-connect/token";
+
+beforeAll(async () => {
+  platform = await launchClientPlatform(18590);
+}, 180_000);
+afterAll(async () => {
+  for (const user of users) await user.remove();
+  await platform?.cleanup();
+});
+
+const freshHome = () => mkdtempSync(path.join(os.tmpdir(), "cgs-home-"));
+const credentialsOf = (home: string) =>
+  JSON.parse(readFileSync(path.join(home, "cgs", "credentials.json"), "utf8")) as {
+    profiles: Record<string, { baseUrl: string; accessToken: string; refreshToken?: string }>;
+  };
+
+/** Signs in with --with-token from a local session pair; returns the config home. */
+async function signedInHome(email: string): Promise<string> {
+  const home = freshHome();
+  const login = await runCgs(
+    ["--base-url", platform.base, "login", "--with-token"],
+    cgsEnv(home),
+    JSON.stringify(localSession(email)),
+  );
+  expect(login.code).toBe(0);
+  return home;
+}
+
+const refreshWithCli = (refreshToken: string) =>
+  fetch(KEYCLOAK_TOKEN, {
+    method: "POST",
+    body: new URLSearchParams({
+      grant_type: "refresh_token",
+      client_id: "cgs-cli",
+      refresh_token: refreshToken,
+    }),
+  });
+
+describeWithChromium("cgs login in Chromium")("cgs login (device sign-in)", () => {
+  beforeAll(async () => {
+    browser = await chromium.launch({
+      executablePath: process.env.CHROMIUM_PATH || "/usr/bin/chromium",
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--no-first-run",
+      ],
+    });
+  });
+  afterAll(() => browser?.close());
+
+  async function deviceLogin(
+    user: TestUser,
+    home: string,
+  ): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    const child = spawnCgs(["--base-url", platform.base, "login", "--no-browser"], cgsEnv(home));
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const deadline = Date.now() + 15_000;
+    while (!/https?:\/\/\S+user_code=\S+/.test(stderr)) {
+      if (Date.now() > deadline) throw new Error(`no sign-in address printed:\n${stderr}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const url = /(https?:\/\/\S+user_code=\S+)/.exec(stderr)![1]!;
+    const userCode = new URL(url).searchParams.get("user_code")!;
+    expect(stderr).toContain(`the code ${userCode}`);
+
+    const context = await browser.newContext();
+    context.setDefaultTimeout(15_000);
+    const page = await context.newPage();
+    await page.goto(url);
+    await page.fill("#username", user.email);
+    await page.fill("#password", user.password!);
+    await page.click("#kc-login");
+    if (user.totpSecret) {
+      await page.waitForSelector("#otp");
+      await page.fill("#otp", totpCode(user.totpSecret));
+      await page.click("#kc-login");
+    }
+    await page.getByText("Do you grant these access privileges?").waitFor();
+    await page.click("#kc-login");
+    await page.getByText(/device login successful/i).waitFor();
+    await context.close();
+    return { code: await exited, stdout, stderr };
+  }
+
+  test.each([
+    ["a password", false],
+    ["a password and TOTP", true],
+  ])(
+    "when a user with %s approves the code in the browser, then cgs is signed in with a private credentials file",
+    async (_label, totp) => {
+      const user = await createTestUser(uniqueEmail("cli-device"), { password: "Device-pass-123", totp });
+      users.push(user);
+      const home = freshHome();
+      const login = await deviceLogin(user, home);
+      expect(login.stderr).toContain("Waiting for you to approve the sign-in");
+      expect(login.code).toBe(0);
+      expect(login.stdout).toBe(`Signed in to ${platform.base} as ${user.email}.\n`);
+
+      expect(statSync(path.join(home, "cgs")).mode & 0o777).toBe(0o700);
+      expect(statSync(path.join(home, "cgs", "credentials.json")).mode & 0o777).toBe(0o600);
+      const stored = credentialsOf(home).profiles.default!;
+      expect(stored).toMatchObject({ baseUrl: platform.base, refreshToken: expect.any(String) });
+
+      const whoami = await runCgs(["whoami"], cgsEnv(home));
+      expect(whoami.code).toBe(0);
+      expect(whoami.stdout).toContain(user.email);
+
+      // logout revokes the refresh token at Keycloak, then forgets it.
+      const logout = await runCgs(["logout"], cgsEnv(home));
+      expect(logout).toMatchObject({ code: 0, stdout: "Signed out.\n" });
+      expect((await refreshWithCli(stored.refreshToken!)).status).toBe(400);
+      expect(credentialsOf(home).profiles.default).toBeUndefined();
+      const after = await runCgs(["whoami"], cgsEnv(home));
+      expect(after).toMatchObject({ code: 3, stdout: "" });
+      expect(after.stderr).toContain("cgs login");
+    },
+    90_000,
+  );
+});
+
+describe("cgs login --with-token", () => {
+  test("when a session pair is piped in, then it is checked against the API and stored for the profile", async () => {
+    const email = uniqueEmail("cli-token");
+    const home = freshHome();
+    const pair = localSession(email);
+    const res = await runCgs(
+      ["--base-url", platform.base, "--profile", "work", "login", "--with-token"],
+      cgsEnv(home),
+      JSON.stringify(pair),
+    );
+    expect(res).toMatchObject({
+      code: 0,
+      stdout: `Signed in to ${platform.base} as ${email} (profile work).\n`,
+    });
+    expect(credentialsOf(home).profiles.work).toEqual({ baseUrl: platform.base, ...pair });
+    // The profile remembers its base URL: no flag needed afterwards.
+    expect((await runCgs(["--profile", "work", "whoami", "--json"], cgsEnv(home))).code).toBe(0);
+  });
+
+  test("when a bare access token is piped in, then cgs works with it and says it cannot refresh", async () => {
+    const home = freshHome();
+    const { accessToken } = localSession(uniqueEmail("cli-bare"));
+    const res = await runCgs(
+      ["--base-url", platform.base, "login", "--with-token"],
+      cgsEnv(home),
+      `${accessToken}\n`,
+    );
+    expect(res.code).toBe(0);
+    expect(res.stdout).toContain("No refresh token");
+    expect(credentialsOf(home).profiles.default).toEqual({ baseUrl: platform.base, accessToken });
+    const token = await runCgs(["token"], cgsEnv(home));
+    expect(token).toMatchObject({ code: 0, stdout: `${accessToken}\n` });
+  });
+
+  test("when standard input is not a token, or the API refuses it, then nothing is stored and the exit code says why", async () => {
+    const home = freshHome();
+    const garbage = await runCgs(
+      ["--base-url", platform.base, "login", "--with-token"],
+      cgsEnv(home),
+      "hello world",
+    );
+    expect(garbage).toMatchObject({ code: 2 });
+    expect(garbage.stderr).toContain("not a JWT");
+    const forged = expiredCopy(localSession(uniqueEmail("cli-forged")).accessToken, 3600);
+    const refused = await runCgs(
+      ["--base-url", platform.base, "login", "--with-token"],
+      cgsEnv(home),
+      forged,
+    );
+    expect(refused.code).toBe(3);
+    expect(() => credentialsOf(home)).toThrow();
+  });
+});
+
+describe("cgs commands, in text and --json", () => {
+  test("when a signed-in player runs every command, then text is for people and --json is the API's JSON only", async () => {
+    const email = uniqueEmail("cli-all");
+    const home = await signedInHome(email);
+    const env = cgsEnv(home);
+    const json = async (args: string[], input = "") => {
+      const res = await runCgs(["--json", ...args], env, input);
+      expect({ args, code: res.code, stderr: res.stderr }).toEqual({
+        args,
+        code: 0,
+        stderr: expect.any(String),
+      });
+      return JSON.parse(res.stdout) as Record<string, unknown>;
+    };
+    const text = async (args: string[], input = "") => {
+      const res = await runCgs(args, env, input);
+      expect({ args, code: res.code, stderr: res.stderr }).toEqual({
+        args,
+        code: 0,
+        stderr: expect.any(String),
+      });
+      return res;
+    };
+
+    expect(await json(["whoami"])).toMatchObject({ email, authMethod: "bearer" });
+    expect((await text(["whoami"])).stdout).toContain(`${email} (user `);
+    expect(await json(["credits"])).toMatchObject({ balance: 0 });
+    expect((await text(["credits"])).stdout).toMatch(/^Balance: 0\.00 [A-Z]{3} \(about 0 min of play at/);
+
+    const topup = await json(["credits", "topup", "2000"]);
+    expect(topup.checkoutUrl).toEqual(expect.stringMatching(/^http/));
+    expect((await text(["credits", "topup", "600"])).stdout).toMatch(
+      /^Pay here to add the credit:\n {2}http/,
+    );
+    const client = createClient({
+      baseUrl: platform.base,
+      session: credentialsOf(home).profiles.default as never,
+    });
+    await fundAccount(client, 1000);
+
+    expect(await json(["storage"])).toMatchObject({ tier: expect.any(String), currency: expect.any(String) });
+    expect((await text(["storage"])).stdout).toMatch(/^Tier: .* per period\nPeriod: /);
+    expect(await json(["settings"])).toMatchObject({ fps: expect.any(Number) });
+    expect((await text(["settings"])).stdout).toMatch(/^resolution=.*\nfps=\d+/);
+    expect(await json(["settings", "set", "fps=30", "lowBalanceEmail=false"])).toMatchObject({
+      fps: 30,
+      lowBalanceEmail: false,
+    });
+    expect((await text(["settings", "set", "fps=60"])).stdout).toContain("fps=60\n");
+
+    expect(await json(["session", "status"])).toMatchObject({ state: "idle", ready: false });
+    expect((await text(["session", "status"])).stdout).toBe("State: idle\n");
+    const started = await text(["session", "start", "--wait", "--timeout", "60"]);
+    expect(started.stdout).toMatch(/^Session ready after \d+ s\.\nState: running \(ready\)\nInstance: \S+/);
+    expect(started.stdout).toContain("Next: cgs session pair");
+    expect(started.stderr).toMatch(/running · ready: yes · \d+ s/);
+    expect(await json(["session", "status"])).toMatchObject({ state: "running", ready: true });
+    expect((await text(["session", "pair"])).stdout).toMatch(
+      /^PIN: \d{4} \(enter it in your streaming client; expires /,
+    );
+    expect((await json(["session", "pair"])).pin).toMatch(/^\d{4}$/);
+    expect((await text(["session", "connect"])).stdout).toMatch(/^\d+\.\d+\.\d+\.\d+:\d+\n$/);
+    expect(await json(["session", "connect"])).toMatchObject({ port: expect.any(Number) });
+    expect((await text(["session", "vpn-key"])).stdout).toMatch(/^\S+\n\(expires /);
+    expect(await json(["session", "vpn-key"])).toMatchObject({ key: expect.any(String) });
+
+    const again = await runCgs(["session", "start"], env);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/^SESSION_ALREADY_RUNNING: /);
+    const stopped = await json(["session", "stop", "--wait", "--timeout", "60"]);
+    expect(["stopped", "idle"]).toContain(stopped.state);
+
+    const token = await text(["token"]);
+    expect(token.stdout.trim().split(".")).toHaveLength(3);
+
+    const wrong = await runCgs(["account", "delete"], env, "someone-else@example.com\n");
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain("nothing was deleted");
+    const deleted = await text(["account", "delete"], `${email}\n`);
+    expect(deleted.stderr).toContain("Type your e-mail to confirm");
+    expect(deleted.stdout).toMatch(/^Account scheduled for deletion; it is purged at \d{4}-/);
+    expect(await json(["account", "delete", "--yes"])).toMatchObject({ status: "pending_deletion" });
+  }, 150_000);
+});
+
+describe("rotation with several cgs processes", () => {
+  test("when the access token has expired and two commands run at once, then both succeed and the session survives", async () => {
+    const home = await signedInHome(uniqueEmail("cli-race"));
+    const file = path.join(home, "cgs", "credentials.json");
+    const stored = credentialsOf(home);
+    const original = stored.profiles.default!;
+    stored.profiles.default = { ...original, accessToken: expiredCopy(original.accessToken) };
+    writeFileSync(file, JSON.stringify(stored), { mode: 0o600 });
+
+    const results = await Promise.all([
+      runCgs(["--json", "credits"], cgsEnv(home)),
+      runCgs(["--json", "whoami"], cgsEnv(home)),
+      runCgs(["--json", "settings"], cgsEnv(home)),
+    ]);
+    for (const result of results)
+      expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: "" });
+    const rotated = credentialsOf(home).profiles.default!;
+    expect(rotated.refreshToken).not.toBe(original.refreshToken);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    // One refresh happened: a second one with the same token would have made Keycloak end the session.
+    expect((await runCgs(["whoami"], cgsEnv(home))).code).toBe(0);
+  });
+});
+
+describe("exit codes and base URL", () => {
+  test("when cgs is misused, then it exits 2 with the problem and the help", async () => {
+    const home = freshHome();
+    const unknown = await runCgs(["sesion"], cgsEnv(home));
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("unknown command 'sesion'");
+    const badTimeout = await runCgs(["session", "start", "--wait", "--timeout", "soon"], cgsEnv(home));
+    expect(badTimeout.code).toBe(2);
+    expect(badTimeout.stderr).toContain("must be a whole number of seconds");
+    const badPair = await runCgs(["settings", "set", "fps"], cgsEnv(home));
+    expect(badPair.code).toBe(2);
+  });
+
+  test("when cgs is not signed in, then it exits 3 and says to run cgs login", async () => {
+    const res = await runCgs(["credits"], cgsEnv(freshHome()));
+    expect(res).toMatchObject({ code: 3, stdout: "", stderr: "Not signed in. Run `cgs login` first.\n" });
+  });
+
+  test("when the API refuses a request, then cgs exits 1 and prints CODE: message", async () => {
+    const home = await signedInHome(uniqueEmail("cli-err"));
+    const res = await runCgs(["settings", "set", "fps=7"], cgsEnv(home));
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/^VALIDATION_ERROR: .*fps/);
+  });
+
+  test("when --base-url, SERVICE_BASE_URL and the profile disagree, then the flag wins, then the variable", async () => {
+    const home = await signedInHome(uniqueEmail("cli-base"));
+    const nowhere = "http://127.0.0.1:9";
+    const viaVariable = await runCgs(["whoami"], cgsEnv(home, { SERVICE_BASE_URL: nowhere }));
+    expect(viaVariable.code).toBe(1);
+    expect(viaVariable.stderr).toContain("NETWORK_ERROR: Could not reach http://127.0.0.1:9");
+    const viaFlag = await runCgs(
+      ["--base-url", platform.base, "whoami"],
+      cgsEnv(home, { SERVICE_BASE_URL: nowhere }),
+    );
+    expect(viaFlag.code).toBe(0);
+    expect((await runCgs(["whoami"], cgsEnv(home))).code).toBe(0);
+  });
+
+  test("when a newcomer types npx cgs --help at the repository root, then every command is listed with the exit codes", () => {
+    const res = spawnSync("npx", ["--no-install", "cgs", "--help"], { cwd: repoRoot, encoding: "utf8" });
+    expect(res.status).toBe(0);
+    for (const command of [
+      "login",
+      "logout",
+      "whoami",
+      "token",
+      "session",
+      "credits",
+      "storage",
+      "settings",
+      "account",
+    ]) {
+      expect(res.stdout).toMatch(new RegExp(`^  ${command}\\b`, "m"));
+    }
+    expect(res.stdout).toContain("Exit codes: 0 success, 1 API error, 2 usage error, 3 not signed in");
+  });
+});

@@ -1,0 +1,153 @@
+import { Command, InvalidArgumentError } from "commander";
+import type { SessionStatus } from "@cgs/sdk";
+import { emit, progressLine } from "../terminal-output";
+import { action } from "./command-action";
+
+const seconds = (ms: number) => `${Math.round(ms / 1000)} s`;
+
+function describeStatus(s: SessionStatus): string {
+  const lines = [
+    `State: ${s.state}${s.state === "running" ? (s.ready ? " (ready)" : " (not ready yet)") : ""}`,
+  ];
+  if (s.instanceId) lines.push(`Instance: ${s.instanceId}`);
+  if (s.privateNetIp) lines.push(`Private IP: ${s.privateNetIp}`);
+  if (s.publicIp) lines.push(`Public IP: ${s.publicIp}`);
+  if (s.startedAt) lines.push(`Started: ${s.startedAt}`);
+  if (s.message) lines.push(`Note: ${s.message}`);
+  return lines.join("\n");
+}
+
+const timeoutSeconds = (value: string) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1)
+    throw new InvalidArgumentError("must be a whole number of seconds, at least 1");
+  return n;
+};
+
+const progress = () => {
+  const line = progressLine();
+  return {
+    onProgress: (s: SessionStatus, elapsedMs: number) =>
+      line.update(
+        `${s.state} · ready: ${s.ready ? "yes" : "no"} · ${seconds(elapsedMs)}`,
+        `${s.state}:${s.ready}`,
+      ),
+    done: () => line.done(),
+  };
+};
+
+export function sessionCommands(program: Command): void {
+  const session = program
+    .command("session")
+    .description("Start, inspect, pair with and stop your game session");
+
+  session
+    .command("start")
+    .description("Start your session (it is billed per minute while it runs)")
+    .option("--wait", "wait until the session is ready, showing its progress")
+    .option("--timeout <seconds>", "with --wait, give up after this many seconds", timeoutSeconds, 600)
+    .action(
+      action(async (ctx, opts: { wait?: boolean; timeout: number }) => {
+        const client = ctx.client();
+        const started = await client.sessions.start();
+        if (!opts.wait) {
+          emit(
+            ctx.options.json,
+            started,
+            () => `Session ${started.state}. Run \`cgs session status\` to follow it, or start with --wait.`,
+          );
+          return;
+        }
+        const p = progress();
+        const began = Date.now();
+        try {
+          const ready = await client.sessions.waitUntilReady({
+            onProgress: p.onProgress,
+            timeoutMs: opts.timeout * 1000,
+          });
+          p.done();
+          emit(
+            ctx.options.json,
+            ready,
+            () =>
+              `Session ready after ${seconds(Date.now() - began)}.\n${describeStatus(ready)}\nNext: cgs session pair`,
+          );
+        } catch (err) {
+          p.done();
+          throw err;
+        }
+      }),
+    );
+
+  session
+    .command("status")
+    .description("Show the session's state and readiness")
+    .action(
+      action(async (ctx) => {
+        const status = await ctx.client().sessions.poll();
+        emit(ctx.options.json, status, () => describeStatus(status));
+      }),
+    );
+
+  session
+    .command("pair")
+    .description("Get a four-digit PIN to pair your streaming client")
+    .action(
+      action(async (ctx) => {
+        const pin = await ctx.client().sessions.pair();
+        emit(
+          ctx.options.json,
+          pin,
+          () => `PIN: ${pin.pin} (enter it in your streaming client; expires ${pin.expiresAt})`,
+        );
+      }),
+    );
+
+  session
+    .command("connect")
+    .description("Show the private-network address of the streaming server")
+    .action(
+      action(async (ctx) => {
+        const info = await ctx.client().sessions.connect();
+        emit(ctx.options.json, info, () => `${info.privateNetIp}:${info.port}`);
+      }),
+    );
+
+  session
+    .command("vpn-key")
+    .description("Create a short-lived private-network key for this session")
+    .action(
+      action(async (ctx) => {
+        const key = await ctx.client().sessions.vpnKey();
+        emit(ctx.options.json, key, () => `${key.key}\n(expires ${key.expiresAt})`);
+      }),
+    );
+
+  session
+    .command("stop")
+    .description("Stop your session")
+    .option("--wait", "wait until the instance is gone")
+    .option("--timeout <seconds>", "with --wait, give up after this many seconds", timeoutSeconds, 300)
+    .action(
+      action(async (ctx, opts: { wait?: boolean; timeout: number }) => {
+        const client = ctx.client();
+        const stopping = await client.sessions.stop();
+        if (!opts.wait) {
+          emit(ctx.options.json, stopping, () => `Session ${stopping.state}.`);
+          return;
+        }
+        const p = progress();
+        try {
+          const stopped = await client.sessions.waitUntilStopped({
+            onProgress: p.onProgress,
+            timeoutMs: opts.timeout * 1000,
+          });
+          p.done();
+          emit(ctx.options.json, stopped, () => `Session ${stopped.state}.`);
+        } catch (err) {
+          p.done();
+          throw err;
+        }
+      }),
+    );
+}

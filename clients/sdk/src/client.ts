@@ -1,0 +1,200 @@
+import createFetchClient from "openapi-fetch";
+import { discoverAuthorizationServer, type AuthorizationServer } from "./discovery";
+import { ApiError } from "./errors";
+import type { components, paths } from "./generated/openapi";
+import { refreshSession, SessionTokens, type RefreshRunner, type Session } from "./session-tokens";
+import { createTransport, defaultRetry, sleep, type RetryOptions } from "./transport";
+
+type Schemas = components["schemas"];
+export type SessionStatus = Schemas["SessionStatus"];
+export type PairingPin = Schemas["PairingPin"];
+export type ConnectInfo = Schemas["ConnectInfo"];
+export type VpnKey = Schemas["VpnKey"];
+export type CreditBalance = Schemas["CreditBalance"];
+export type TopupCheckout = Schemas["TopupCheckout"];
+export type StorageBilling = Schemas["StorageBilling"];
+export type Preferences = Schemas["Preferences"];
+export type PreferencesPatch = Schemas["PreferencesPatch"];
+export type Identity = Schemas["Identity"];
+export type AccountDeletion = Schemas["AccountDeletion"];
+export type StartSessionRequest = Schemas["StartSessionRequest"];
+
+/** The documented production origin (Pulumi.prod.yaml `cgs:domain`). */
+export const DEFAULT_BASE_URL = "https://play.example.com";
+
+export interface ClientOptions {
+  /** API origin. Default: `SERVICE_BASE_URL` (when the runtime has an environment), then {@link DEFAULT_BASE_URL}. */
+  baseUrl?: string;
+  /** A plain access token; no refresh. */
+  apiKey?: string;
+  /** An access token with its refresh token: refreshed on expiry or a 401, rotated pair handed to onSessionChange. */
+  session?: Session;
+  /** Called with every rotated pair; persist it, the previous refresh token no longer works. */
+  onSessionChange?: (session: Session) => void | Promise<void>;
+  /** The fetch to use (default: the global one). */
+  fetch?: typeof fetch;
+  retry?: RetryOptions;
+  /** Wraps each refresh (the CLI holds a file lock around it); default runs it directly. */
+  refreshRunner?: RefreshRunner;
+}
+
+export interface WaitOptions {
+  /** Called after every poll with the status and the time waited so far. */
+  onProgress?: (status: SessionStatus, elapsedMs: number) => void;
+  signal?: AbortSignal;
+  /** Give up after this long (default 10 minutes). */
+  timeoutMs?: number;
+  /** Time between polls; never below 2 000 ms so a wait stays within the poll limit of 30 per minute. */
+  intervalMs?: number;
+}
+
+const MIN_POLL_INTERVAL_MS = 2_000;
+
+function environmentBaseUrl(): string | undefined {
+  const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
+  return env?.SERVICE_BASE_URL || undefined;
+}
+
+const newIdempotencyKey = () => globalThis.crypto.randomUUID();
+
+/** Creates the API client. Every call resolves with the response body or rejects with an {@link ApiError}. */
+export function createClient(options: ClientOptions = {}) {
+  if (options.apiKey && options.session) throw new TypeError("pass apiKey or session, not both");
+  const baseUrl = (options.baseUrl ?? environmentBaseUrl() ?? DEFAULT_BASE_URL).replace(/\/+$/, "");
+  const fetchImpl: typeof fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+
+  let discovery: Promise<AuthorizationServer> | undefined;
+  const authorizationServer = () => {
+    discovery ??= discoverAuthorizationServer(baseUrl, fetchImpl).catch((err: unknown) => {
+      discovery = undefined;
+      throw err;
+    });
+    return discovery;
+  };
+
+  const tokens = options.session
+    ? new SessionTokens(
+        options.session,
+        async (session) => refreshSession(session, await authorizationServer(), fetchImpl),
+        options.onSessionChange,
+        options.refreshRunner ?? ((current, refresh) => refresh(current)),
+      )
+    : undefined;
+
+  const transport = createTransport({
+    fetch: fetchImpl,
+    credential: tokens
+      ? { kind: "session", tokens }
+      : options.apiKey
+        ? { kind: "apiKey", token: options.apiKey }
+        : { kind: "none" },
+    retry: { ...defaultRetry, ...options.retry },
+  });
+  const api = createFetchClient<paths>({ baseUrl, fetch: transport });
+
+  // The transport throws on every non-2xx, so a result without data is only a body-less success.
+  const data = async <T>(call: Promise<{ data?: T; response: Response }>): Promise<T> => {
+    const { data: body, response } = await call;
+    if (body === undefined) {
+      throw new ApiError({
+        code: "EMPTY_RESPONSE",
+        status: response.status,
+        message: "The API answered with no body",
+      });
+    }
+    return body;
+  };
+
+  const sessions = {
+    /** Starts the account's session. Sends an Idempotency-Key, so a retried start never starts twice. */
+    start: (body: StartSessionRequest = {}, opts: { idempotencyKey?: string } = {}) =>
+      data(
+        api.POST("/api/v1/sessions/start", {
+          body,
+          params: { header: { "Idempotency-Key": opts.idempotencyKey ?? newIdempotencyKey() } },
+        }),
+      ),
+    poll: () => data(api.GET("/api/v1/sessions/poll")),
+    stop: () => data(api.POST("/api/v1/sessions/stop")),
+    pair: () => data(api.POST("/api/v1/sessions/pair")),
+    connect: () => data(api.GET("/api/v1/sessions/connect")),
+    vpnKey: () => data(api.POST("/api/v1/sessions/vpn-key")),
+    /** Polls until `ready` (resolves), `failed`/`stopped`/`idle` (rejects), the timeout or the signal. */
+    async waitUntilReady(wait: WaitOptions = {}): Promise<SessionStatus> {
+      return waitFor((s) => s.state === "running" && s.ready, ["failed", "stopped", "idle"], wait);
+    },
+    /** Polls until the session is `stopped`, `idle` or `failed`. */
+    async waitUntilStopped(wait: WaitOptions = {}): Promise<SessionStatus> {
+      return waitFor((s) => ["stopped", "idle", "failed"].includes(s.state), [], wait);
+    },
+  };
+
+  async function waitFor(
+    done: (s: SessionStatus) => boolean,
+    givesUp: SessionStatus["state"][],
+    wait: WaitOptions,
+  ): Promise<SessionStatus> {
+    const started = Date.now();
+    const timeoutMs = wait.timeoutMs ?? 600_000;
+    const interval = Math.max(MIN_POLL_INTERVAL_MS, wait.intervalMs ?? MIN_POLL_INTERVAL_MS);
+    for (;;) {
+      wait.signal?.throwIfAborted();
+      const status = await sessions.poll();
+      const elapsed = Date.now() - started;
+      wait.onProgress?.(status, elapsed);
+      if (done(status)) return status;
+      if (givesUp.includes(status.state)) {
+        throw new ApiError({
+          code: status.state === "failed" ? "SESSION_FAILED" : "SESSION_NOT_RUNNING",
+          status: 0,
+          message: status.message ?? `The session is ${status.state}`,
+        });
+      }
+      if (elapsed + interval > timeoutMs) {
+        throw new ApiError({
+          code: "TIMEOUT",
+          status: 0,
+          message: `Gave up after ${Math.round(elapsed / 1000)} s; the session is still ${status.state}`,
+        });
+      }
+      await sleep(interval, wait.signal);
+    }
+  }
+
+  return {
+    baseUrl,
+    sessions,
+    credits: {
+      me: () => data(api.GET("/api/v1/credits/me")),
+      /** Creates a checkout for `amount` (minor units); open `checkoutUrl` to pay. Sends an Idempotency-Key. */
+      topup: (amount: number, opts: { idempotencyKey?: string } = {}) =>
+        data(
+          api.POST("/api/v1/credits/topup", {
+            body: { amount },
+            params: { header: { "Idempotency-Key": opts.idempotencyKey ?? newIdempotencyKey() } },
+          }),
+        ),
+    },
+    billing: { storage: () => data(api.GET("/api/v1/billing/storage")) },
+    settings: {
+      get: () => data(api.GET("/api/v1/settings")),
+      update: (patch: PreferencesPatch) => data(api.PATCH("/api/v1/settings", { body: patch })),
+    },
+    account: {
+      identity: () => data(api.GET("/api/v1/session")),
+      delete: () => data(api.DELETE("/api/v1/account/delete")),
+    },
+    /** A usable access token: the apiKey, or the session's (refreshed first when it has expired). */
+    accessToken: async (): Promise<string | undefined> => (tokens ? tokens.accessToken() : options.apiKey),
+    /** The current pair (after any rotation), or undefined for an apiKey client. */
+    get session(): Session | undefined {
+      return tokens?.session;
+    },
+    /** The identity provider's endpoints, discovered from the gateway (RFC 9728 + OpenID discovery). */
+    authorizationServer,
+    /** The typed openapi-fetch client for operations without a helper. */
+    raw: api,
+  };
+}
+
+export type Client = ReturnType<typeof createClient>;

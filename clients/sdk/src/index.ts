@@ -1,0 +1,25 @@
+export {
+  createClient,
+  DEFAULT_BASE_URL,
+  type AccountDeletion,
+  type Client,
+  type ClientOptions,
+  type ConnectInfo,
+  type CreditBalance,
+  type Identity,
+  type PairingPin,
+  type Preferences,
+  type PreferencesPatch,
+  type SessionStatus,
+  type StartSessionRequest,
+  type StorageBilling,
+  type TopupCheckout,
+  type VpnKey,
+  type WaitOptions,
+} from "./client";
+export { discoverAuthorizationServer, type AuthorizationServer } from "./discovery";
+export { ApiError, SessionExpiredError } from "./errors";
+export { decodeJwt, isExpired, type JwtClaims } from "./jwt";
+export { refreshSession, type RefreshRunner, type Session } from "./session-tokens";
+export type { RetryOptions } from "./transport";
+export type { components, paths } from "./generated/openapi";
