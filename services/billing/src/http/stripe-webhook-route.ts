@@ -3,11 +3,13 @@ import type Stripe from "stripe";
 import { AppError } from "@cgs/shared";
 import type { BillingDeps } from "../domain/billing-deps";
 import { applyStripeEvent } from "../domain/stripe-events";
+import type { PaymentRefunds } from "../integrations/payment-provider";
 
 export interface StripeWebhookOptions {
   stripe: Stripe;
   webhookSecret: string;
   toleranceSeconds: number;
+  payments: PaymentRefunds;
 }
 
 /**
@@ -34,7 +36,7 @@ export function stripeWebhookRoute(deps: BillingDeps, options: StripeWebhookOpti
         "Stripe-Signature does not match the body, or its timestamp is outside the tolerance",
       );
     }
-    const outcome = await applyStripeEvent(deps, event);
+    const outcome = await applyStripeEvent(deps, event, options.payments);
     deps.logger.info({ stripeEventId: event.id, type: event.type, outcome }, "stripe event received");
     res.json({ received: true });
   };

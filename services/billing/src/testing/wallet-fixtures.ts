@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type Stripe from "stripe";
 import type { BillingDeps } from "../domain/billing-deps";
+import { insertTopup } from "../data/payment-repository";
 import { applyStripeEvent } from "../domain/stripe-events";
 
 export interface CheckoutEventOptions {
@@ -11,6 +12,8 @@ export interface CheckoutEventOptions {
   amount: number;
   currency?: string;
   paymentStatus?: "paid" | "unpaid" | "no_payment_required";
+  topupId?: string;
+  paymentIntentId?: string;
 }
 
 /** A Stripe event as Stripe sends it for a Checkout Session (only the fields billing reads are filled). */
@@ -33,14 +36,49 @@ export function checkoutEvent(options: CheckoutEventOptions): Stripe.Event {
         amount_total: options.amount,
         currency: (options.currency ?? "usd").toLowerCase(),
         client_reference_id: options.accountId,
-        metadata: { accountId: options.accountId },
+        payment_intent: options.paymentIntentId ?? null,
+        metadata: { accountId: options.accountId, ...(options.topupId ? { topupId: options.topupId } : {}) },
       },
     },
   } as unknown as Stripe.Event;
 }
 
-/** Credits a wallet through the real top-up path (a paid checkout event), as the webhook would. */
-export async function creditWallet(deps: BillingDeps, accountId: string, amount: number): Promise<void> {
-  const outcome = await applyStripeEvent(deps, checkoutEvent({ accountId, amount }));
+export interface PlacedTopup {
+  topupId: string;
+  checkoutSessionId: string;
+  paymentIntentId: string;
+  /** The paid checkout event Stripe would send for it. */
+  paid: Stripe.Event;
+}
+
+/** A top-up as POST /credits/topup records it (checkout opened), with the event that pays it. */
+export async function placeTopup(
+  deps: BillingDeps,
+  accountId: string,
+  amount: number,
+  currency = deps.settings.currency,
+): Promise<PlacedTopup> {
+  const hex = () => randomUUID().replace(/-/g, "");
+  const topupId = randomUUID();
+  const checkoutSessionId = `cs_test_${hex()}`;
+  const paymentIntentId = `pi_${hex()}`;
+  await insertTopup(deps.db, {
+    id: topupId,
+    accountId,
+    amount,
+    currency,
+    provider: "stripe",
+    checkoutSessionId,
+    status: "open",
+  });
+  const paid = checkoutEvent({ accountId, amount, currency, checkoutSessionId, topupId, paymentIntentId });
+  return { topupId, checkoutSessionId, paymentIntentId, paid };
+}
+
+/** Credits a wallet through the real top-up path (a created top-up, then its paid checkout event). */
+export async function creditWallet(deps: BillingDeps, accountId: string, amount: number): Promise<PlacedTopup> {
+  const topup = await placeTopup(deps, accountId, amount);
+  const outcome = await applyStripeEvent(deps, topup.paid);
   if (outcome !== "credited") throw new Error(`could not credit ${accountId}: ${outcome}`);
+  return topup;
 }
