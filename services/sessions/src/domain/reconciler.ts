@@ -9,7 +9,7 @@ import {
   volumesPendingDeletion,
 } from "../data/session-repository";
 import type { SessionRow } from "../data/session-tables";
-import { publishSessionFailed } from "./session-events";
+import { publishSessionFailed, publishSessionStarted } from "./session-events";
 import type { SessionsDomainDeps } from "./session-deps";
 
 export interface ReconcilerSettings {
@@ -162,13 +162,18 @@ export class Reconciler {
       }
       // Probing before the write lets a host that is already up go straight to ready in one update.
       const ready = instance.privateIp ? await this.deps.streamingHost.isReady(instance.privateIp) : false;
-      const running = await updateSessionIf(this.deps.db, row.id, "starting", {
-        state: "running",
-        publicIp: instance.publicIp,
-        privateNetIp: instance.privateIp,
-        volumeAttached: row.volumeId ? true : row.volumeAttached,
-        runningAt: new Date(),
-        ready,
+      const running = await this.deps.db.transaction(async (tx) => {
+        const updated = await updateSessionIf(tx, row.id, "starting", {
+          state: "running",
+          publicIp: instance.publicIp,
+          privateNetIp: instance.privateIp,
+          volumeAttached: row.volumeId ? true : row.volumeAttached,
+          runningAt: new Date(),
+          ready,
+        });
+        // Billing meters from here: the instance is running.
+        if (updated) await publishSessionStarted(tx, updated, this.deps.config.QUEUE_NAME_PREFIX);
+        return updated;
       });
       if (!running) return { calls };
       return { transition: ready ? "ready" : "running", calls };

@@ -14,7 +14,6 @@ import {
   updateSessionIf,
 } from "../data/session-repository";
 import type { SessionRow, VolumeRow } from "../data/session-tables";
-import { publishSessionStarted } from "./session-events";
 import type { SessionsDomainDeps } from "./session-deps";
 import { toSessionStatus, type SessionStatus } from "./session-status";
 
@@ -130,15 +129,12 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
     throw AppError.unavailable("The cloud provider could not launch an instance, try again shortly");
   }
 
-  const started = await db.transaction(async (tx) => {
-    const row = await updateSessionIf(tx, session.id, "starting", {
-      instanceId,
-      volumeId: volume.volumeId,
-      authorizationId: authorization.authorizationId,
-      startedAt: new Date(),
-    });
-    if (row) await publishSessionStarted(tx, row, config.QUEUE_NAME_PREFIX);
-    return row;
+  // Metering starts when the reconciler sees the instance running (session.started), not here.
+  const started = await updateSessionIf(db, session.id, "starting", {
+    instanceId,
+    volumeId: volume.volumeId,
+    authorizationId: authorization.authorizationId,
+    startedAt: new Date(),
   });
   if (started) return toSessionStatus(started);
   return settleStoppedDuringLaunch(
