@@ -2,12 +2,14 @@ import { startPeriodicWorker, type Closer, type startEventWorkers } from "@cgs/s
 import type { BillingContext } from "../app";
 import type { BillingDeps } from "../domain/billing-deps";
 import { meterRunningSessions, releaseExpiredHolds } from "../domain/metering";
+import { auditRunningSessions } from "../domain/metering-audit";
 import { chargeStoragePeriods } from "../domain/storage-billing";
 import { billingEventHandlers } from "./billing-event-handlers";
 
 /**
  * Background work of one billing process: the outbox relay and the consumer of session and purge events,
- * the metering loop (every replica runs it; SKIP LOCKED splits the work) and the storage-period pass.
+ * the metering loop (every replica runs it; SKIP LOCKED splits the work), the metering audit against
+ * sessions and the storage-period pass.
  */
 export async function startBillingWorkers(
   context: BillingContext,
@@ -30,6 +32,12 @@ export async function startBillingWorkers(
     },
     logger.child({ component: "metering" }),
   );
+  const audit = startPeriodicWorker(
+    "metering-audit",
+    config.METERING_AUDIT_INTERVAL_MS,
+    () => auditRunningSessions(deps),
+    logger.child({ component: "metering-audit" }),
+  );
   const storage = startPeriodicWorker(
     "storage-billing",
     config.STORAGE_BILLING_INTERVAL_MS,
@@ -37,5 +45,5 @@ export async function startBillingWorkers(
     logger.child({ component: "storage-billing" }),
   );
   // Timers first, so no pass starts against a closing database; then the consumer and relay.
-  return [() => metering.stop(), () => storage.stop(), ...events.closers];
+  return [() => metering.stop(), () => audit.stop(), () => storage.stop(), ...events.closers];
 }

@@ -163,6 +163,33 @@ export class Ec2CloudProvider implements CloudProvider {
     return { instances, calls };
   }
 
+  async listManagedInstances(): Promise<DescribeResult> {
+    const instances: CloudInstance[] = [];
+    let calls = 0;
+    let nextToken: string | undefined;
+    do {
+      const out = await this.ec2.send(
+        new DescribeInstancesCommand({
+          Filters: [
+            { Name: `tag:${this.managedTag}`, Values: ["sessions"] },
+            { Name: "instance-state-name", Values: ["pending", "running", "stopping", "stopped"] },
+          ],
+          MaxResults: this.settings.pageSize,
+          NextToken: nextToken,
+        }),
+      );
+      calls += 1;
+      for (const reservation of out.Reservations ?? []) {
+        for (const instance of reservation.Instances ?? []) {
+          const mapped = this.toCloudInstance(instance);
+          if (mapped) instances.push(mapped);
+        }
+      }
+      nextToken = out.NextToken || undefined;
+    } while (nextToken);
+    return { instances, calls };
+  }
+
   private toCloudInstance(instance: Instance): CloudInstance | undefined {
     const sessionId = tagValue(instance.Tags, this.sessionTag);
     if (!instance.InstanceId || !sessionId) return undefined;

@@ -4,6 +4,7 @@ import {
   claimActiveSessions,
   deleteVolumeRow,
   findActiveSession,
+  findActiveSessionIds,
   releaseLeases,
   updateSessionIf,
   volumesPendingDeletion,
@@ -220,6 +221,32 @@ export class Reconciler {
       endedAt: new Date(),
     });
     return updated ? "stopped" : undefined;
+  }
+
+  /**
+   * Instances carrying the platform's tags with no active session are terminated: a launch whose response
+   * was lost (the start gave up and deleted its session) or whose database write failed. No race with a
+   * start in flight: its session row is committed before its instance is launched.
+   */
+  async sweepOrphans(): Promise<{ terminated: string[]; calls: number }> {
+    const { cloud, db, logger } = this.deps;
+    const listed = await cloud.listManagedInstances();
+    const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+    const ids = [...new Set(listed.instances.map((i) => i.sessionId).filter((id) => UUID.test(id)))];
+    const live = new Set<string>();
+    for (let i = 0; i < ids.length; i += 500) {
+      for (const id of await findActiveSessionIds(db, ids.slice(i, i + 500))) live.add(id);
+    }
+    const terminated: string[] = [];
+    let calls = listed.calls;
+    for (const instance of listed.instances) {
+      if (live.has(instance.sessionId)) continue;
+      calls += 1;
+      await cloud.terminateInstance(instance.instanceId);
+      terminated.push(instance.instanceId);
+      logger.warn({ instanceId: instance.instanceId, sessionId: instance.sessionId }, "orphan instance terminated");
+    }
+    return { terminated, calls };
   }
 
   /** Volumes of purged accounts, deleted once the account has no session using them. */
