@@ -95,3 +95,64 @@ describe("a stop that lands while the instance is being launched", () => {
     expect((await pollSession(h.deps, acct)).state).toBe("stopped");
   });
 });
+
+describe("a launch whose response is lost (EC2 on moto)", () => {
+  it("when the launch succeeds in the cloud but its answer never arrives, then the start fails, the hold is released and the next orphan sweep terminates the instance", async () => {
+    const tagPrefix = `cgs${randomUUID().slice(0, 6)}`;
+    const real = new Ec2CloudProvider(
+      {
+        region: h.config.CLOUD_REGION,
+        tagPrefix,
+        amiId: "ami-12c6146b",
+        instanceType: "t3.micro",
+        volumeType: "gp3",
+        volumeDevice: "/dev/sdf",
+        pageSize: 50,
+      },
+      ec2,
+    );
+    // moto cannot drop a response: the launch really happens on moto, then this wrapper loses its answer.
+    const lossy: CloudProvider = Object.assign(Object.create(real) as CloudProvider, {
+      launchInstance: async (request: Parameters<CloudProvider["launchInstance"]>[0]) => {
+        await real.launchInstance(request);
+        throw new Error("socket hang up");
+      },
+      listManagedInstances: () => real.listManagedInstances(),
+    });
+    const deps: SessionsDomainDeps = { ...h.deps, cloud: lossy };
+    const acct = account();
+    const token = await h.token(acct);
+
+    await expect(startSession(deps, { accountId: acct, accessToken: token })).rejects.toMatchObject({
+      code: "UNAVAILABLE",
+    });
+    expect(h.billing.holds.filter((x) => x.accountId === acct).map((x) => x.released)).toEqual([true]);
+    const before = await real.listManagedInstances();
+    expect(before.instances.filter((i) => i.accountId === acct)).toHaveLength(1);
+
+    const swept = await new Reconciler({ ...h.deps, cloud: real }, settings).sweepOrphans();
+    expect(swept.terminated).toEqual([before.instances.find((i) => i.accountId === acct)!.instanceId]);
+    expect((await real.listManagedInstances()).instances).toEqual([]);
+  });
+
+  it("when a launch is retried for the same session, then EC2's client token returns the same instance", async () => {
+    const real = new Ec2CloudProvider(
+      {
+        region: h.config.CLOUD_REGION,
+        tagPrefix: `cgs${randomUUID().slice(0, 6)}`,
+        amiId: "ami-12c6146b",
+        instanceType: "t3.micro",
+        volumeType: "gp3",
+        volumeDevice: "/dev/sdf",
+        pageSize: 50,
+      },
+      ec2,
+    );
+    const request = { accountId: account(), sessionId: randomUUID(), availabilityZone: "us-east-1a" };
+    const first = await real.launchInstance(request);
+    const retry = await real.launchInstance(request);
+    expect(retry.instanceId).toBe(first.instanceId);
+    expect((await real.listManagedInstances()).instances).toHaveLength(1);
+    await real.terminateInstance(first.instanceId);
+  });
+});
