@@ -134,25 +134,4 @@ describe("a launch whose response is lost (EC2 on moto)", () => {
     expect(swept.terminated).toEqual([before.instances.find((i) => i.accountId === acct)!.instanceId]);
     expect((await real.listManagedInstances()).instances).toEqual([]);
   });
-
-  it("when a launch is retried for the same session, then EC2's client token returns the same instance", async () => {
-    const real = new Ec2CloudProvider(
-      {
-        region: h.config.CLOUD_REGION,
-        tagPrefix: `cgs${randomUUID().slice(0, 6)}`,
-        amiId: "ami-12c6146b",
-        instanceType: "t3.micro",
-        volumeType: "gp3",
-        volumeDevice: "/dev/sdf",
-        pageSize: 50,
-      },
-      ec2,
-    );
-    const request = { accountId: account(), sessionId: randomUUID(), availabilityZone: "us-east-1a" };
-    const first = await real.launchInstance(request);
-    const retry = await real.launchInstance(request);
-    expect(retry.instanceId).toBe(first.instanceId);
-    expect((await real.listManagedInstances()).instances).toHaveLength(1);
-    await real.terminateInstance(first.instanceId);
-  });
 });
