@@ -1,6 +1,3 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
-import path from "node:path";
 import { randomBytes, randomUUID } from "node:crypto";
 import { eq, like } from "drizzle-orm";
 import { DeleteQueueCommand } from "@aws-sdk/client-sqs";
@@ -23,11 +20,10 @@ import {
   openBillingTestDatabase,
   type BillingDatabaseFixture,
 } from "./testing/billing-harness";
+import { billingProcess, type BillingProcess } from "./testing/billing-process";
 import { creditWallet } from "./testing/wallet-fixtures";
 
 // Spawns the compiled service (dist/main.js), as `npm test` builds every workspace before jest runs.
-const serviceDir = path.join(__dirname, "..");
-const mainJs = path.join(serviceDir, "dist", "main.js");
 const MINUTE_MS = 400;
 const RATE = 10;
 
@@ -38,52 +34,11 @@ describe("the billing process, killed and restarted while it meters (real Postgr
   const sessionsQueue = `${prefix}${serviceQueueNames.sessions}`;
   let fixture: BillingDatabaseFixture;
   let deps: BillingDeps;
-  let output = "";
-  let child: ChildProcess | undefined;
-
-  const env = () => ({
-    PATH: process.env.PATH ?? "",
-    NODE_ENV: "test",
-    LOG_LEVEL: "warn",
-    PORT: "0",
-    DATABASE_URL: fixture.created.url,
-    AWS_REGION: process.env.AWS_REGION || "us-east-1",
-    AWS_ENDPOINT_URL: process.env.SQS_ENDPOINT || process.env.AWS_ENDPOINT_URL || "http://127.0.0.1:5000",
-    AWS_ACCESS_KEY_ID: "test",
-    AWS_SECRET_ACCESS_KEY: "test",
-    QUEUE_NAME_PREFIX: prefix,
-    CREATE_QUEUES: "true",
-    QUEUE_WAIT_SECONDS: "1",
-    OUTBOX_RELAY_INTERVAL_MS: "100",
-    METERING_INTERVAL_MS: "50",
-    METERING_MINUTE_MS: String(MINUTE_MS),
-    PAYMENT_PROVIDER: "local",
-    STORAGE_DEFAULT_TIER: "none",
-    SHUTDOWN_GRACE_MS: "500",
-  });
-
-  const startBilling = () => {
-    const proc = spawn(process.execPath, [mainJs], {
-      cwd: serviceDir,
-      env: env(),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    proc.stdout?.on("data", (c: Buffer) => (output += c.toString()));
-    proc.stderr?.on("data", (c: Buffer) => (output += c.toString()));
-    child = proc;
-    return proc;
-  };
-  const kill = async (proc: ChildProcess) => {
-    if (proc.exitCode !== null || proc.signalCode !== null) return;
-    const exited = new Promise((resolve) => proc.once("exit", resolve));
-    proc.kill("SIGKILL");
-    await exited;
-  };
+  let billing: BillingProcess;
 
   beforeAll(async () => {
-    if (!existsSync(mainJs))
-      throw new Error(`${mainJs} is missing: run \`npx tsc -b services/billing\` first`);
     fixture = await openBillingTestDatabase("billing_restart");
+    billing = billingProcess({ databaseUrl: fixture.created.url, queuePrefix: prefix, minuteMs: MINUTE_MS });
     deps = {
       db: fixture.database.db,
       settings: billingSettings(billingTestConfig({ STORAGE_DEFAULT_TIER: "none" })),
@@ -95,7 +50,7 @@ describe("the billing process, killed and restarted while it meters (real Postgr
       await ensureQueue(sqs, name, { maxReceiveCount: 5, visibilityTimeout: 30 });
   });
   afterAll(async () => {
-    if (child) await kill(child);
+    await billing?.kill();
     const resolve = createQueueUrlResolver(sqs);
     for (const name of [billingQueue, `${billingQueue}-dlq`, sessionsQueue, `${sessionsQueue}-dlq`]) {
       const url = await resolve(name).catch(() => undefined);
@@ -135,7 +90,7 @@ describe("the billing process, killed and restarted while it meters (real Postgr
     const poorSessionId = `s-poor-${randomUUID()}`;
 
     try {
-      const first = startBilling();
+      billing.start();
       const startedAt = new Date();
       const startEvent = (account: string, session: string) =>
         createEvent("session.started", account, {
@@ -151,12 +106,12 @@ describe("the billing process, killed and restarted while it meters (real Postgr
         timeoutMs: 20_000,
         description: "three minutes charged by the first process",
       });
-      await kill(first);
+      await billing.kill();
       const chargedBeforeKill = (await sessionRow(sessionId))!.chargedMinutes;
       // Minutes keep starting while no billing process runs.
       await new Promise((r) => setTimeout(r, 3 * MINUTE_MS));
 
-      startBilling();
+      billing.start();
       // The same start event again (SQS at-least-once): the restarted process must not charge twice.
       await publish(startEvent(accountId, sessionId));
       await waitUntil(
@@ -209,7 +164,7 @@ describe("the billing process, killed and restarted while it meters (real Postgr
       const outbox = await fixture.database.db.select().from(outboxTable);
       const sessions = await fixture.database.db.select().from(meteredSessionsTable);
       process.stderr.write(
-        `billing process output:\n${output}\noutbox: ${JSON.stringify(outbox)}\nsessions: ${JSON.stringify(sessions)}\n`,
+        `billing process output:\n${billing.output()}\noutbox: ${JSON.stringify(outbox)}\nsessions: ${JSON.stringify(sessions)}\n`,
       );
       throw err;
     }
