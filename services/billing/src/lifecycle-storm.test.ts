@@ -16,7 +16,11 @@ import { holdsTable, ledgerEntriesTable, meteredSessionsTable, walletsTable } fr
 import { findLedgerMismatches } from "./data/wallet-repository";
 import { billingSettings, type BillingDeps } from "./domain/billing-deps";
 import { authorizeStart } from "./domain/start-authorization";
-import { billingTestConfig, openBillingTestDatabase, type BillingDatabaseFixture } from "./testing/billing-harness";
+import {
+  billingTestConfig,
+  openBillingTestDatabase,
+  type BillingDatabaseFixture,
+} from "./testing/billing-harness";
 import { billingProcess, type BillingProcess } from "./testing/billing-process";
 import { creditWallet } from "./testing/wallet-fixtures";
 
@@ -56,7 +60,11 @@ function plan(accountId: string, i: number, t0: number): Planned {
   const events: AnyEvent[] = [];
   if (runningAt) {
     events.push(
-      createEvent("session.started", accountId, { ...base, instanceId: `i-${i}`, startedAt: runningAt.toISOString() }),
+      createEvent("session.started", accountId, {
+        ...base,
+        instanceId: `i-${i}`,
+        startedAt: runningAt.toISOString(),
+      }),
     );
   }
   const start = runningAt ? runningAt.toISOString() : null;
@@ -131,7 +139,11 @@ describe("a storm of lifecycle events for 200 sessions, with the billing process
     const sessions = Array.from({ length: SESSIONS }, (_, i) => plan(accounts[i % ACCOUNTS]!, i, t0));
     // Every start was authorized first, as sessions does before it launches.
     for (const s of sessions) {
-      await authorizeStart(deps, s.accountId, { sessionId: s.sessionId, ratePerMinute: RATE, currency: "USD" });
+      await authorizeStart(deps, s.accountId, {
+        sessionId: s.sessionId,
+        ratePerMinute: RATE,
+        currency: "USD",
+      });
     }
     const distinct = sessions.flatMap((s) => s.events);
     const deliveries = shuffle(distinct.flatMap((e, i) => Array.from({ length: 1 + (i % 3) }, () => e)));
@@ -141,7 +153,12 @@ describe("a storm of lifecycle events for 200 sessions, with the billing process
         await fixture.database.db
           .select({ n: sql<number>`count(*)::int` })
           .from(processedEventsTable)
-          .where(inArray(processedEventsTable.eventId, distinct.map((e) => e.id)))
+          .where(
+            inArray(
+              processedEventsTable.eventId,
+              distinct.map((e) => e.id),
+            ),
+          )
       )[0]!.n;
 
     try {
@@ -176,14 +193,23 @@ describe("a storm of lifecycle events for 200 sessions, with the billing process
       const charged = new Map(charges.map((c) => [c.sessionId, -c.total]));
       const wrong = sessions
         .filter((s) => (charged.get(s.sessionId) ?? 0) !== s.expectedCharge)
-        .map((s) => ({ sessionId: s.sessionId, expected: s.expectedCharge, charged: charged.get(s.sessionId) }));
+        .map((s) => ({
+          sessionId: s.sessionId,
+          expected: s.expectedCharge,
+          charged: charged.get(s.sessionId),
+        }));
       expect(wrong).toEqual([]);
       expect(sessions.filter((s) => !s.runningAt).length).toBe(SESSIONS / 4);
 
       const metered = await db
         .select()
         .from(meteredSessionsTable)
-        .where(inArray(meteredSessionsTable.sessionId, sessions.map((s) => s.sessionId)));
+        .where(
+          inArray(
+            meteredSessionsTable.sessionId,
+            sessions.map((s) => s.sessionId),
+          ),
+        );
       expect(metered).toHaveLength(SESSIONS);
       expect(metered.filter((m) => m.status !== "stopped")).toEqual([]);
       expect(await db.select().from(holdsTable).where(eq(holdsTable.status, "active"))).toEqual([]);
@@ -192,14 +218,17 @@ describe("a storm of lifecycle events for 200 sessions, with the billing process
       expect(wallets.filter((w) => w.balance < 0 || w.shortfall !== 0)).toEqual([]);
       expect(await findLedgerMismatches(db)).toEqual([]);
       const byAccount = new Map<string, number>();
-      for (const s of sessions) byAccount.set(s.accountId, (byAccount.get(s.accountId) ?? 0) + s.expectedCharge);
+      for (const s of sessions)
+        byAccount.set(s.accountId, (byAccount.get(s.accountId) ?? 0) + s.expectedCharge);
       for (const w of wallets) expect(w.balance).toBe(50_000 - byAccount.get(w.accountId)!);
     } catch (err) {
       const running = await fixture.database.db
         .select()
         .from(meteredSessionsTable)
         .where(and(eq(meteredSessionsTable.status, "running")));
-      process.stderr.write(`billing output:\n${billing.output()}\nstill running: ${JSON.stringify(running)}\n`);
+      process.stderr.write(
+        `billing output:\n${billing.output()}\nstill running: ${JSON.stringify(running)}\n`,
+      );
       throw err;
     }
   }, 240_000);

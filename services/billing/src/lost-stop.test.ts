@@ -14,7 +14,11 @@ import { createTestSqsClient, drainQueue, waitUntil } from "@cgs/shared/testing/
 import { ledgerEntriesTable, meteredSessionsTable } from "./data/billing-tables";
 import { findLedgerMismatches } from "./data/wallet-repository";
 import { billingSettings, type BillingDeps } from "./domain/billing-deps";
-import { billingTestConfig, openBillingTestDatabase, type BillingDatabaseFixture } from "./testing/billing-harness";
+import {
+  billingTestConfig,
+  openBillingTestDatabase,
+  type BillingDatabaseFixture,
+} from "./testing/billing-harness";
 import { billingProcess, type BillingProcess } from "./testing/billing-process";
 import { creditWallet } from "./testing/wallet-fixtures";
 
@@ -74,11 +78,15 @@ describe("a session.stopped parked in billing's DLQ (real PostgreSQL, moto SQS, 
       );
     try {
       billing.start();
-      await sendEventMessage(sqs, await resolve(billingQueue), createEvent("session.started", accountId, {
-        ...base,
-        instanceId: "i-dlq",
-        startedAt: startedAt.toISOString(),
-      }));
+      await sendEventMessage(
+        sqs,
+        await resolve(billingQueue),
+        createEvent("session.started", accountId, {
+          ...base,
+          instanceId: "i-dlq",
+          startedAt: startedAt.toISOString(),
+        }),
+      );
       // The stop lands in the DLQ instead of the queue billing reads.
       await sendEventMessage(sqs, await resolve(`${billingQueue}-dlq`), stop());
       const audit = await waitUntil(
@@ -95,7 +103,12 @@ describe("a session.stopped parked in billing's DLQ (real PostgreSQL, moto SQS, 
       );
       expect(audit).toBeDefined();
       const row = async () =>
-        (await fixture.database.db.select().from(meteredSessionsTable).where(eq(meteredSessionsTable.sessionId, sessionId)))[0]!;
+        (
+          await fixture.database.db
+            .select()
+            .from(meteredSessionsTable)
+            .where(eq(meteredSessionsTable.sessionId, sessionId))
+        )[0]!;
       // Meanwhile metering went on charging past the real end.
       expect((await row()).chargedMinutes).toBeGreaterThan(3);
       // Sessions' answer (services/sessions' metering-audit, tested there): a fresh session.stopped, real stop time.

@@ -22,7 +22,8 @@ async function pollState(acct: string) {
   return (await h.call(acct, "GET", "/api/v1/sessions/poll")).body as { state: string; ready: boolean };
 }
 
-const billingEvents: Array<{ id: string; type: string; accountId: string; data: Record<string, unknown> }> = [];
+const billingEvents: Array<{ id: string; type: string; accountId: string; data: Record<string, unknown> }> =
+  [];
 async function billingEventsFor(acct: string, type: string) {
   const url = await resolve(`${h.config.QUEUE_NAME_PREFIX}cgs-billing`);
   for (const m of await drainQueue(sqs, url, { waitTimeSeconds: 0 })) {
@@ -65,9 +66,7 @@ describe("workers", () => {
       createEvent("credits.exhausted", acct, { sessionId: randomUUID(), balance: 0, currency: "USD" }),
     );
     // A marker event behind it on the same queue: once it is handled, so is the exhausted one.
-    await sendToSessions(
-      createEvent("metering.audit", acct, { sessionIds: [randomUUID()] }),
-    );
+    await sendToSessions(createEvent("metering.audit", acct, { sessionIds: [randomUUID()] }));
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     expect(await pollState(acct)).toMatchObject({ state: "running", ready: true });
     expect(await billingEventsFor(acct, "session.stopped")).toBeUndefined();

@@ -9,7 +9,10 @@ const HOUR = 3_600_000;
 describe.each(testDatabaseKinds)("pruning the queue tables on %s", (kind) => {
   let database: OpenedTestDatabase<typeof testSchema>;
   beforeAll(async () => {
-    database = await openTestDatabase(kind, "shared_prune", { schema: testSchema, migrationsFolder: testMigrationsFolder });
+    database = await openTestDatabase(kind, "shared_prune", {
+      schema: testSchema,
+      migrationsFolder: testMigrationsFolder,
+    });
   });
   afterAll(() => database.destroy());
 

@@ -69,7 +69,8 @@ export const ledgerEntriesTable = pgTable(
 );
 
 /** `refund` and `dispute_lost` take credit back (Stripe refunds and lost disputes). */
-export type LedgerKind = "topup" | "usage" | "usage_refund" | "storage" | "refund" | "dispute_lost" | "adjustment";
+export type LedgerKind =
+  "topup" | "usage" | "usage_refund" | "storage" | "refund" | "dispute_lost" | "adjustment";
 
 /** Money reserved for a session start; consumed as its minutes are charged, released when it ends or fails. */
 export const holdsTable = pgTable(

@@ -8,7 +8,11 @@ export type TopupRow = typeof topupsTable.$inferSelect;
 export type DisputeRow = typeof disputesTable.$inferSelect;
 
 /** Records a Stripe event id; false when it was already recorded (a redelivery). */
-export async function recordStripeEvent(tx: BillingTransaction, eventId: string, type: string): Promise<boolean> {
+export async function recordStripeEvent(
+  tx: BillingTransaction,
+  eventId: string,
+  type: string,
+): Promise<boolean> {
   const seen = await tx
     .insert(stripeEventsTable)
     .values({ eventId, type, outcome: "pending" })
@@ -60,7 +64,9 @@ export async function lockTopupByPaymentIntent(
 export async function updateTopup(
   tx: BillingTransaction,
   id: string,
-  values: Partial<Pick<TopupRow, "status" | "paidAt" | "paymentIntentId" | "refundedAmount" | "checkoutSessionId">>,
+  values: Partial<
+    Pick<TopupRow, "status" | "paidAt" | "paymentIntentId" | "refundedAmount" | "checkoutSessionId">
+  >,
 ): Promise<void> {
   await tx.update(topupsTable).set(values).where(eq(topupsTable.id, id));
 }
@@ -79,11 +85,21 @@ export async function recordPaymentReview(tx: BillingTransaction, review: Paymen
 }
 
 export async function listPaymentReviews(executor: SqlExecutor, stripeEventId: string) {
-  return executor.select().from(paymentReviewsTable).where(eq(paymentReviewsTable.stripeEventId, stripeEventId));
+  return executor
+    .select()
+    .from(paymentReviewsTable)
+    .where(eq(paymentReviewsTable.stripeEventId, stripeEventId));
 }
 
-export async function lockDispute(tx: BillingTransaction, disputeId: string): Promise<DisputeRow | undefined> {
-  const rows = await tx.select().from(disputesTable).where(eq(disputesTable.disputeId, disputeId)).for("update");
+export async function lockDispute(
+  tx: BillingTransaction,
+  disputeId: string,
+): Promise<DisputeRow | undefined> {
+  const rows = await tx
+    .select()
+    .from(disputesTable)
+    .where(eq(disputesTable.disputeId, disputeId))
+    .for("update");
   return rows[0];
 }
 

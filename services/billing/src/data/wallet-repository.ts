@@ -141,7 +141,12 @@ export async function findLedgerMismatches(
       full outer join (select account_id, sum(amount) as total from ledger_entries group by account_id) l
         on l.account_id = w.account_id
      where coalesce(w.balance, 0) - coalesce(w.shortfall, 0) <> coalesce(l.total, 0)`);
-  type Row = { accountId: string; balance: string | number; shortfall: string | number; ledgerSum: string | number };
+  type Row = {
+    accountId: string;
+    balance: string | number;
+    shortfall: string | number;
+    ledgerSum: string | number;
+  };
   return (result.rows as Row[]).map((r) => ({
     accountId: r.accountId,
     balance: Number(r.balance),

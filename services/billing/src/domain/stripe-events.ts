@@ -73,7 +73,8 @@ interface DisputeObject {
 }
 
 const str = (v: unknown): string | undefined => (typeof v === "string" && v ? v : undefined);
-const int = (v: unknown): number | undefined => (typeof v === "number" && Number.isInteger(v) ? v : undefined);
+const int = (v: unknown): number | undefined =>
+  typeof v === "number" && Number.isInteger(v) ? v : undefined;
 /** Stripe sends ids, or whole objects when expanded. */
 const idOf = (v: unknown): string | undefined =>
   str(v) ?? (v && typeof v === "object" ? str((v as { id?: unknown }).id) : undefined);
@@ -156,7 +157,11 @@ async function applyPaidCheckout(ctx: EventContext): Promise<StripeEventOutcome>
     reference: `topup:${checkoutSessionId}`,
     amount: topup.amount,
     shortfallDelta: -settled,
-    details: { checkoutSessionId, paymentId: paymentIntentId ?? checkoutSessionId, shortfallSettled: settled },
+    details: {
+      checkoutSessionId,
+      paymentId: paymentIntentId ?? checkoutSessionId,
+      shortfallSettled: settled,
+    },
   });
   if (!posted.applied) return "already_credited";
   await updateTopup(tx, topup.id, {
@@ -184,7 +189,10 @@ async function refundToClosedWallet(
   if (!paymentIntentId) return review(ctx, "payment for a closed wallet without a payment intent", topup);
   await ctx.payments.refundPayment({ paymentIntentId, idempotencyKey: `cgs-closed-wallet-${topup.id}` });
   await updateTopup(ctx.tx, topup.id, { status: "refunded_closed_wallet", paymentIntentId });
-  ctx.deps.logger.warn({ accountId: topup.accountId, topupId: topup.id }, "payment to a closed wallet refunded");
+  ctx.deps.logger.warn(
+    { accountId: topup.accountId, topupId: topup.id },
+    "payment to a closed wallet refunded",
+  );
   return "refunded_closed_wallet";
 }
 

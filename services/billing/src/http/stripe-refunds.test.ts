@@ -64,7 +64,11 @@ describe("refunds, disputes and payments that must not be credited (real Postgre
 
   beforeAll(async () => {
     // The real Stripe adapter against stripe-mock; the wrapper only records what billing asked Stripe to do.
-    const stripe = createStripeClient({ secretKey: "sk_test_billing", apiBase: STRIPE_MOCK_URL, timeoutMs: 5_000 });
+    const stripe = createStripeClient({
+      secretKey: "sk_test_billing",
+      apiBase: STRIPE_MOCK_URL,
+      timeoutMs: 5_000,
+    });
     const real = createStripePaymentProvider(stripe);
     svc = await startBillingTestService({
       adapters: {
@@ -85,13 +89,18 @@ describe("refunds, disputes and payments that must not be credited (real Postgre
     const res = await request(svc.url)
       .post(WEBHOOK)
       .set("content-type", "application/json")
-      .set("stripe-signature", signer.webhooks.generateTestHeaderString({ payload, secret: TEST_WEBHOOK_SECRET }))
+      .set(
+        "stripe-signature",
+        signer.webhooks.generateTestHeaderString({ payload, secret: TEST_WEBHOOK_SECRET }),
+      )
       .send(payload);
     expect(res.status).toBe(200);
     contract.assertResponse("POST", WEBHOOK, 200, res.body);
   };
   const wallet = async (accountId: string) => {
-    const row = (await svc.database.db.select().from(walletsTable).where(eq(walletsTable.accountId, accountId)))[0];
+    const row = (
+      await svc.database.db.select().from(walletsTable).where(eq(walletsTable.accountId, accountId))
+    )[0];
     return { balance: row?.balance ?? 0, shortfall: row?.shortfall ?? 0, held: row?.held ?? 0 };
   };
   const topUp = async (accountId: string, amount: number) => {
@@ -107,7 +116,12 @@ describe("refunds, disputes and payments that must not be credited (real Postgre
       .set("authorization", `Bearer ${await svc.token(accountId)}`);
     expect(res.status).toBe(200);
     contract.assertResponse("GET", "/api/v1/credits/transactions", 200, res.body);
-    return res.body.items as Array<{ type: string; amount: number; balanceAfter: number; paymentId: string | null }>;
+    return res.body.items as Array<{
+      type: string;
+      amount: number;
+      balanceAfter: number;
+      paymentId: string | null;
+    }>;
   };
   const account = () => `acct-money-${randomUUID()}`;
 
@@ -209,7 +223,10 @@ describe("refunds, disputes and payments that must not be credited (real Postgre
   });
 
   it.each([
-    ["no top-up was created for it", (acct: string) => Promise.resolve(checkoutEvent({ accountId: acct, amount: 1_000 }))],
+    [
+      "no top-up was created for it",
+      (acct: string) => Promise.resolve(checkoutEvent({ accountId: acct, amount: 1_000 })),
+    ],
     [
       "its amount differs from the top-up",
       async (acct: string) => {
@@ -231,16 +248,21 @@ describe("refunds, disputes and payments that must not be credited (real Postgre
         return checkoutEvent({ ...placed, accountId: acct, amount: 1_000, currency: "EUR" });
       },
     ],
-  ])("when a paid checkout arrives and %s, then it is recorded for review and nothing is credited", async (_l, make) => {
-    const acct = account();
-    const event = await make(acct);
-    await deliver(event);
-    expect((await wallet(acct)).balance).toBe(0);
-    const reviews = await svc.database.db
-      .select()
-      .from(paymentReviewsTable)
-      .where(eq(paymentReviewsTable.stripeEventId, event.id));
-    expect(reviews).toHaveLength(1);
-    expect(await transactions(acct)).toEqual(expect.not.arrayContaining([expect.objectContaining({ type: "topup" })]));
-  });
+  ])(
+    "when a paid checkout arrives and %s, then it is recorded for review and nothing is credited",
+    async (_l, make) => {
+      const acct = account();
+      const event = await make(acct);
+      await deliver(event);
+      expect((await wallet(acct)).balance).toBe(0);
+      const reviews = await svc.database.db
+        .select()
+        .from(paymentReviewsTable)
+        .where(eq(paymentReviewsTable.stripeEventId, event.id));
+      expect(reviews).toHaveLength(1);
+      expect(await transactions(acct)).toEqual(
+        expect.not.arrayContaining([expect.objectContaining({ type: "topup" })]),
+      );
+    },
+  );
 });

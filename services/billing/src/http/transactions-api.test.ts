@@ -69,7 +69,12 @@ describe("GET /api/v1/credits/transactions (real PostgreSQL)", () => {
       balanceAfter: 1_000 - 7 * RATE,
       description: "Play, 7 min",
     });
-    expect(items[1]).toMatchObject({ type: "topup", amount: 1_000, paymentId: topup.paymentIntentId, minutes: null });
+    expect(items[1]).toMatchObject({
+      type: "topup",
+      amount: 1_000,
+      paymentId: topup.paymentIntentId,
+      minutes: null,
+    });
     expect(res.body.nextCursor).toBeNull();
   });
 

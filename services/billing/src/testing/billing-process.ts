@@ -49,7 +49,11 @@ export function billingProcess(options: BillingProcessOptions): BillingProcess {
   };
   return {
     start() {
-      const proc = spawn(process.execPath, [mainJs], { cwd: serviceDir, env, stdio: ["ignore", "pipe", "pipe"] });
+      const proc = spawn(process.execPath, [mainJs], {
+        cwd: serviceDir,
+        env,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
       proc.stdout?.on("data", (c: Buffer) => (output += c.toString()));
       proc.stderr?.on("data", (c: Buffer) => (output += c.toString()));
       child = proc;

@@ -76,7 +76,11 @@ export async function placeTopup(
 }
 
 /** Credits a wallet through the real top-up path (a created top-up, then its paid checkout event). */
-export async function creditWallet(deps: BillingDeps, accountId: string, amount: number): Promise<PlacedTopup> {
+export async function creditWallet(
+  deps: BillingDeps,
+  accountId: string,
+  amount: number,
+): Promise<PlacedTopup> {
   const topup = await placeTopup(deps, accountId, amount);
   const outcome = await applyStripeEvent(deps, topup.paid);
   if (outcome !== "credited") throw new Error(`could not credit ${accountId}: ${outcome}`);

@@ -159,7 +159,9 @@ export class SimulatedCloudProvider implements CloudProvider {
   }
 
   listManagedInstances(): Promise<DescribeResult> {
-    const found = [...this.instances.values()].filter((i) => !i.terminated && !i.lost).map((i) => this.toCloudInstance(i));
+    const found = [...this.instances.values()]
+      .filter((i) => !i.terminated && !i.lost)
+      .map((i) => this.toCloudInstance(i));
     const calls = Math.max(1, Math.ceil(found.length / this.settings.pageSize));
     this.calls.describe += calls;
     return Promise.resolve({ instances: found, calls });

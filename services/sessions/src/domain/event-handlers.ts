@@ -14,7 +14,8 @@ export function sessionEventHandlers(queuePrefix: string): EventHandlers<typeof 
     "credits.exhausted": async (event, tx) => {
       await requestStop(tx, event.accountId, "credits_exhausted", queuePrefix, event.data.sessionId);
     },
-    "metering.audit": (event, tx) => answerMeteringAudit(tx, event.accountId, event.data.sessionIds, queuePrefix),
+    "metering.audit": (event, tx) =>
+      answerMeteringAudit(tx, event.accountId, event.data.sessionIds, queuePrefix),
     "account.purge": async (event, tx) => {
       await requestStop(tx, event.data.identityUserId, "account_purged", queuePrefix);
       await requestVolumeDeletion(tx, event.data.identityUserId);

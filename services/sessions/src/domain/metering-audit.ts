@@ -19,6 +19,7 @@ export async function answerMeteringAudit(
     const row = await findSession(tx, id);
     if (!row || row.accountId !== accountId) continue;
     if (row.state === "failed") await publishSessionFailed(tx, row, "reconciled", queuePrefix);
-    else if (row.state === "stopped" || row.state === "stopping") await publishSessionStopped(tx, row, queuePrefix);
+    else if (row.state === "stopped" || row.state === "stopping")
+      await publishSessionStopped(tx, row, queuePrefix);
   }
 }

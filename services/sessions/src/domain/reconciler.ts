@@ -244,7 +244,10 @@ export class Reconciler {
       calls += 1;
       await cloud.terminateInstance(instance.instanceId);
       terminated.push(instance.instanceId);
-      logger.warn({ instanceId: instance.instanceId, sessionId: instance.sessionId }, "orphan instance terminated");
+      logger.warn(
+        { instanceId: instance.instanceId, sessionId: instance.sessionId },
+        "orphan instance terminated",
+      );
     }
     return { terminated, calls };
   }
