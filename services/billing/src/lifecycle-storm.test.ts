@@ -1,27 +1,11 @@
-import { randomBytes, randomUUID } from "node:crypto";
-import { DeleteQueueCommand } from "@aws-sdk/client-sqs";
+import { randomUUID } from "node:crypto";
 import { and, eq, inArray, sql } from "drizzle-orm";
-import pino from "pino";
-import {
-  createEvent,
-  createQueueUrlResolver,
-  ensureQueue,
-  processedEventsTable,
-  sendEventMessage,
-  serviceQueueNames,
-  type AnyEvent,
-} from "@cgs/shared";
-import { createTestSqsClient, waitUntil } from "@cgs/shared/testing/queue";
+import { createEvent, processedEventsTable, sendEventMessage, type AnyEvent } from "@cgs/shared";
+import { waitUntil } from "@cgs/shared/testing/queue";
 import { holdsTable, ledgerEntriesTable, meteredSessionsTable, walletsTable } from "./data/billing-tables";
 import { findLedgerMismatches } from "./data/wallet-repository";
-import { billingSettings, type BillingDeps } from "./domain/billing-deps";
 import { authorizeStart } from "./domain/start-authorization";
-import {
-  billingTestConfig,
-  openBillingTestDatabase,
-  type BillingDatabaseFixture,
-} from "./testing/billing-harness";
-import { billingProcess, type BillingProcess } from "./testing/billing-process";
+import { openBillingProcessFixture, type BillingProcessFixture } from "./testing/billing-process";
 import { creditWallet } from "./testing/wallet-fixtures";
 
 const MINUTE_MS = 400;
@@ -95,51 +79,26 @@ function plan(accountId: string, i: number, t0: number): Planned {
 }
 
 describe("a storm of lifecycle events for 200 sessions, with the billing process killed mid-way (real PostgreSQL, moto SQS)", () => {
-  const sqs = createTestSqsClient();
-  const prefix = `bs${randomBytes(4).toString("hex")}-`;
-  const billingQueue = `${prefix}${serviceQueueNames.billing}`;
-  const sessionsQueue = `${prefix}${serviceQueueNames.sessions}`;
-  let fixture: BillingDatabaseFixture;
-  let deps: BillingDeps;
-  let billing: BillingProcess;
+  let f: BillingProcessFixture;
 
   beforeAll(async () => {
-    fixture = await openBillingTestDatabase("billing_storm");
-    deps = {
-      db: fixture.database.db,
-      settings: billingSettings(billingTestConfig({ STORAGE_DEFAULT_TIER: "none" })),
-      logger: pino({ level: "silent" }),
-      now: () => new Date(),
-    };
-    // Short visibility: messages the killed process had received come back within seconds, not 30.
-    for (const name of [billingQueue, sessionsQueue])
-      await ensureQueue(sqs, name, { maxReceiveCount: 10, visibilityTimeout: 2 });
-    billing = billingProcess({
-      databaseUrl: fixture.created.url,
-      queuePrefix: prefix,
+    f = await openBillingProcessFixture({
+      name: "storm",
       minuteMs: MINUTE_MS,
-      env: { CREATE_QUEUES: "false" },
+      visibilityTimeout: 2,
+      maxReceiveCount: 10,
     });
   });
-  afterAll(async () => {
-    await billing.kill();
-    const resolve = createQueueUrlResolver(sqs);
-    for (const name of [billingQueue, `${billingQueue}-dlq`, sessionsQueue, `${sessionsQueue}-dlq`]) {
-      const url = await resolve(name).catch(() => undefined);
-      if (url) await sqs.send(new DeleteQueueCommand({ QueueUrl: url })).catch(() => undefined);
-    }
-    sqs.destroy();
-    await fixture.close();
-  });
+  afterAll(() => f.close());
 
   it("when started, running, stopped and failed events arrive shuffled and duplicated, then each session costs its real running minutes, no hold is left and nothing keeps metering", async () => {
     const accounts = Array.from({ length: ACCOUNTS }, () => `acct-storm-${randomUUID()}`);
-    for (const a of accounts) await creditWallet(deps, a, 50_000);
+    for (const a of accounts) await creditWallet(f.deps, a, 50_000);
     const t0 = Date.now();
     const sessions = Array.from({ length: SESSIONS }, (_, i) => plan(accounts[i % ACCOUNTS]!, i, t0));
     // Every start was authorized first, as sessions does before it launches.
     for (const s of sessions) {
-      await authorizeStart(deps, s.accountId, {
+      await authorizeStart(f.deps, s.accountId, {
         sessionId: s.sessionId,
         ratePerMinute: RATE,
         currency: "USD",
@@ -147,10 +106,10 @@ describe("a storm of lifecycle events for 200 sessions, with the billing process
     }
     const distinct = sessions.flatMap((s) => s.events);
     const deliveries = shuffle(distinct.flatMap((e, i) => Array.from({ length: 1 + (i % 3) }, () => e)));
-    const url = await createQueueUrlResolver(sqs)(billingQueue);
+    const url = await f.resolve(f.billingQueue);
     const processed = async () =>
       (
-        await fixture.database.db
+        await f.deps.db
           .select({ n: sql<number>`count(*)::int` })
           .from(processedEventsTable)
           .where(
@@ -162,17 +121,17 @@ describe("a storm of lifecycle events for 200 sessions, with the billing process
       )[0]!.n;
 
     try {
-      billing.start();
+      f.billing.start();
       let sent = 0;
       const half = Math.floor(deliveries.length / 2);
-      for (; sent < half; sent++) await sendEventMessage(sqs, url, deliveries[sent]!);
+      for (; sent < half; sent++) await sendEventMessage(f.sqs, url, deliveries[sent]!);
       await waitUntil(async () => (await processed()) >= distinct.length / 4, {
         timeoutMs: 60_000,
         description: "a quarter of the events handled by the first process",
       });
-      await billing.kill();
-      for (; sent < deliveries.length; sent++) await sendEventMessage(sqs, url, deliveries[sent]!);
-      billing.start();
+      await f.billing.kill();
+      for (; sent < deliveries.length; sent++) await sendEventMessage(f.sqs, url, deliveries[sent]!);
+      f.billing.start();
       await waitUntil(async () => (await processed()) === distinct.length, {
         timeoutMs: 120_000,
         intervalMs: 500,
@@ -181,7 +140,7 @@ describe("a storm of lifecycle events for 200 sessions, with the billing process
       // Let the metering loop run past every end: a phantom session would keep charging here.
       await new Promise((r) => setTimeout(r, 3 * MINUTE_MS));
 
-      const db = fixture.database.db;
+      const db = f.deps.db;
       const charges = await db
         .select({
           sessionId: sql<string>`${ledgerEntriesTable.details}->>'sessionId'`,
@@ -222,12 +181,12 @@ describe("a storm of lifecycle events for 200 sessions, with the billing process
         byAccount.set(s.accountId, (byAccount.get(s.accountId) ?? 0) + s.expectedCharge);
       for (const w of wallets) expect(w.balance).toBe(50_000 - byAccount.get(w.accountId)!);
     } catch (err) {
-      const running = await fixture.database.db
+      const running = await f.deps.db
         .select()
         .from(meteredSessionsTable)
         .where(and(eq(meteredSessionsTable.status, "running")));
       process.stderr.write(
-        `billing output:\n${billing.output()}\nstill running: ${JSON.stringify(running)}\n`,
+        `billing output:\n${f.billing.output()}\nstill running: ${JSON.stringify(running)}\n`,
       );
       throw err;
     }

@@ -15,6 +15,21 @@ let n = 0;
 const account = () => `ec2-${Date.now().toString(36)}-${(n += 1)}`;
 const settings = { batchSize: 100, leaseMs: 30_000, startTimeoutMs: 60_000, describeGraceMs: 0 };
 
+/** The EC2 adapter on moto, with its own tag prefix so other tests' instances are not its own. */
+const ec2Provider = () =>
+  new Ec2CloudProvider(
+    {
+      region: h.config.CLOUD_REGION,
+      tagPrefix: `cgs${randomUUID().slice(0, 6)}`,
+      amiId: "ami-12c6146b",
+      instanceType: "t3.micro",
+      volumeType: "gp3",
+      volumeDevice: "/dev/sdf",
+      pageSize: 50,
+    },
+    ec2,
+  );
+
 beforeAll(async () => {
   h = await startSessionsHarness();
   ec2 = new EC2Client({
@@ -29,18 +44,7 @@ afterAll(async () => {
 
 describe("the session lifecycle on the EC2 adapter (moto)", () => {
   it("when a session starts, runs and stops on EC2, then the volume is attached and kept and the states follow", async () => {
-    const cloud = new Ec2CloudProvider(
-      {
-        region: h.config.CLOUD_REGION,
-        tagPrefix: `cgs${randomUUID().slice(0, 6)}`,
-        amiId: "ami-12c6146b",
-        instanceType: "t3.micro",
-        volumeType: "gp3",
-        volumeDevice: "/dev/sdf",
-        pageSize: 50,
-      },
-      ec2,
-    );
+    const cloud = ec2Provider();
     const deps: SessionsDomainDeps = { ...h.deps, cloud };
     const reconciler = new Reconciler(deps, settings);
     const acct = account();
@@ -98,19 +102,7 @@ describe("a stop that lands while the instance is being launched", () => {
 
 describe("a launch whose response is lost (EC2 on moto)", () => {
   it("when the launch succeeds in the cloud but its answer never arrives, then the start fails, the hold is released and the next orphan sweep terminates the instance", async () => {
-    const tagPrefix = `cgs${randomUUID().slice(0, 6)}`;
-    const real = new Ec2CloudProvider(
-      {
-        region: h.config.CLOUD_REGION,
-        tagPrefix,
-        amiId: "ami-12c6146b",
-        instanceType: "t3.micro",
-        volumeType: "gp3",
-        volumeDevice: "/dev/sdf",
-        pageSize: 50,
-      },
-      ec2,
-    );
+    const real = ec2Provider();
     // moto cannot drop a response: the launch really happens on moto, then this wrapper loses its answer.
     const lossy: CloudProvider = Object.assign(Object.create(real) as CloudProvider, {
       launchInstance: async (request: Parameters<CloudProvider["launchInstance"]>[0]) => {

@@ -147,11 +147,15 @@ export interface SessionStart {
   startedAt: Date;
 }
 
-/** Records a session for metering (its wallet too); false when it was already recorded. */
+/**
+ * Records a session for metering (its wallet too); false when it was already recorded. `ended`: a
+ * session that ended without running, recorded so that nothing ever meters it.
+ */
 async function recordMeteredSession(
   tx: BillingTransaction,
   deps: BillingDeps,
   start: SessionStart,
+  ended = false,
 ): Promise<boolean> {
   await ensureWalletCreated(tx, deps, start.accountId);
   const inserted = await tx
@@ -163,27 +167,11 @@ async function recordMeteredSession(
       currency: start.currency,
       startedAt: start.startedAt,
       nextMinuteAt: start.startedAt,
+      ...(ended ? { status: "stopped" as const, stoppedAt: start.startedAt } : {}),
     })
     .onConflictDoNothing()
     .returning({ sessionId: meteredSessionsTable.sessionId });
   return inserted.length > 0;
-}
-
-/** A session that ended without running: nothing to meter, ever. */
-async function insertEndedSession(tx: BillingTransaction, start: SessionStart): Promise<void> {
-  await tx
-    .insert(meteredSessionsTable)
-    .values({
-      sessionId: start.sessionId,
-      accountId: start.accountId,
-      ratePerMinute: start.ratePerMinute,
-      currency: start.currency,
-      startedAt: start.startedAt,
-      stoppedAt: start.startedAt,
-      nextMinuteAt: start.startedAt,
-      status: "stopped",
-    })
-    .onConflictDoNothing();
 }
 
 /** session.started: metering begins, and the first minute is charged at once. */
@@ -269,8 +257,7 @@ export async function endMetering(tx: BillingTransaction, deps: BillingDeps, end
     await stopMetering(tx, deps, { ...start, startedAt }, end.endedAt < startedAt ? startedAt : end.endedAt);
     return;
   }
-  await ensureWalletCreated(tx, deps, end.accountId);
-  await insertEndedSession(tx, { ...start, startedAt: end.endedAt });
+  await recordMeteredSession(tx, deps, { ...start, startedAt: end.endedAt }, true);
   const wallet = await lockWallet(tx, end.accountId);
   const hold = await lockActiveHold(tx, end.sessionId);
   if (wallet && hold) await releaseHoldInTransaction(tx, wallet, hold);

@@ -241,17 +241,23 @@ async function applyRefund(ctx: EventContext): Promise<StripeEventOutcome> {
   return "refund_taken_back";
 }
 
-async function disputedTopup(ctx: EventContext) {
+interface RecordedDispute {
+  disputeId: string;
+  amount: number;
+  status: unknown;
+  topup: TopupRow;
+}
+
+/**
+ * The dispute and the paid top-up it is about, recorded as open unless it already is (on `closed` the
+ * `created` event may have been missed, so the dispute is recorded then and closed either way).
+ */
+async function recordDispute(ctx: EventContext): Promise<RecordedDispute | "needs_review"> {
   const dispute = ctx.event.data.object as DisputeObject;
   const disputeId = str(dispute.id);
   const paymentIntentId = idOf(dispute.payment_intent);
   const amount = int(dispute.amount);
   const topup = paymentIntentId ? await lockTopupByPaymentIntent(ctx.tx, paymentIntentId) : undefined;
-  return { dispute, disputeId, paymentIntentId, amount, topup };
-}
-
-async function applyDisputeOpened(ctx: EventContext): Promise<StripeEventOutcome> {
-  const { disputeId, paymentIntentId, amount, topup } = await disputedTopup(ctx);
   if (!disputeId || !paymentIntentId || amount === undefined || !topup || topup.status !== "paid") {
     return review(ctx, "dispute of a payment no paid top-up knows", { disputeId, paymentIntentId, amount });
   }
@@ -263,6 +269,13 @@ async function applyDisputeOpened(ctx: EventContext): Promise<StripeEventOutcome
     currency: topup.currency,
     status: "open",
   });
+  return { disputeId, amount, status: dispute.status, topup };
+}
+
+async function applyDisputeOpened(ctx: EventContext): Promise<StripeEventOutcome> {
+  const recorded = await recordDispute(ctx);
+  if (recorded === "needs_review") return recorded;
+  const { topup, disputeId } = recorded;
   ctx.deps.logger.warn({ accountId: topup.accountId, disputeId }, "dispute opened: new starts blocked");
   return "dispute_opened";
 }
@@ -270,22 +283,12 @@ async function applyDisputeOpened(ctx: EventContext): Promise<StripeEventOutcome
 /** A lost dispute takes back what the dispute covers (not what refunds already took); a won one unblocks. */
 async function applyDisputeClosed(ctx: EventContext): Promise<StripeEventOutcome> {
   const { tx, deps } = ctx;
-  const { dispute, disputeId, paymentIntentId, amount, topup } = await disputedTopup(ctx);
-  if (!disputeId || !paymentIntentId || amount === undefined || !topup || topup.status !== "paid") {
-    return review(ctx, "dispute of a payment no paid top-up knows", { disputeId, paymentIntentId, amount });
-  }
-  // The created event may have been missed: record the dispute now so it is closed either way.
-  await insertDispute(tx, {
-    disputeId,
-    accountId: topup.accountId,
-    paymentIntentId,
-    amount,
-    currency: topup.currency,
-    status: "open",
-  });
+  const recorded = await recordDispute(ctx);
+  if (recorded === "needs_review") return recorded;
+  const { disputeId, amount, topup } = recorded;
   const existing = await lockDispute(tx, disputeId);
   if (existing?.status !== "open") return "already_closed";
-  const lost = dispute.status === "lost";
+  const lost = recorded.status === "lost";
   await closeDispute(tx, disputeId, lost ? "lost" : "won", deps.now());
   if (!lost) return "dispute_won";
   const due = Math.min(amount, topup.amount - topup.refundedAmount);

@@ -16,27 +16,12 @@ import {
   TEST_WEBHOOK_SECRET,
   type BillingTestService,
 } from "../testing/billing-harness";
-import { checkoutEvent, placeTopup } from "../testing/wallet-fixtures";
+import { checkoutEvent, placeTopup, stripeEvent } from "../testing/wallet-fixtures";
 
 const contract = createContractChecker();
 const signer = new Stripe("sk_test_billing");
 const WEBHOOK = "/api/v1/billing/stripe-webhook";
 const STORAGE = 200; // the basic tier's charge for the current period, paid from the first top-up
-
-/** A Stripe event envelope around `object` (only the fields billing reads). */
-function stripeEvent(type: string, object: Record<string, unknown>): Stripe.Event {
-  return {
-    id: `evt_${randomUUID().replace(/-/g, "")}`,
-    object: "event",
-    api_version: "2025-08-27.basil",
-    created: Math.floor(Date.now() / 1000),
-    livemode: false,
-    pending_webhooks: 1,
-    request: { id: null, idempotency_key: null },
-    type,
-    data: { object },
-  } as unknown as Stripe.Event;
-}
 
 const refunded = (paymentIntentId: string, amountRefunded: number) =>
   stripeEvent("charge.refunded", {

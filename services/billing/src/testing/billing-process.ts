@@ -1,6 +1,13 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import path from "node:path";
+import { DeleteQueueCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import pino from "pino";
+import { createQueueUrlResolver, ensureQueue, serviceQueueNames, type QueueUrlResolver } from "@cgs/shared";
+import { createTestSqsClient } from "@cgs/shared/testing/queue";
+import { billingSettings, type BillingDeps } from "../domain/billing-deps";
+import { billingTestConfig, openBillingTestDatabase, type BillingDatabaseFixture } from "./billing-harness";
 
 const serviceDir = path.join(__dirname, "..", "..");
 const mainJs = path.join(serviceDir, "dist", "main.js");
@@ -67,5 +74,73 @@ export function billingProcess(options: BillingProcessOptions): BillingProcess {
       await exited;
     },
     output: () => output,
+  };
+}
+
+export interface BillingProcessFixture {
+  database: BillingDatabaseFixture;
+  /** Use cases over the same database, for arranging and asserting from the test. */
+  deps: BillingDeps;
+  billing: BillingProcess;
+  sqs: SQSClient;
+  resolve: QueueUrlResolver;
+  billingQueue: string;
+  sessionsQueue: string;
+  /** Kills the process, deletes the queues and drops the database. */
+  close(): Promise<void>;
+}
+
+/**
+ * A fresh database, billing's and sessions' queues under a unique prefix (created here, with the given
+ * visibility timeout) and the billing process over them, not yet started.
+ */
+export async function openBillingProcessFixture(options: {
+  name: string;
+  minuteMs: number;
+  visibilityTimeout?: number;
+  maxReceiveCount?: number;
+  env?: Record<string, string>;
+}): Promise<BillingProcessFixture> {
+  const sqs = createTestSqsClient();
+  const resolve = createQueueUrlResolver(sqs);
+  const prefix = `b${randomBytes(4).toString("hex")}-`;
+  const billingQueue = `${prefix}${serviceQueueNames.billing}`;
+  const sessionsQueue = `${prefix}${serviceQueueNames.sessions}`;
+  const database = await openBillingTestDatabase(`billing_${options.name}`);
+  const deps: BillingDeps = {
+    db: database.database.db,
+    settings: billingSettings(billingTestConfig({ STORAGE_DEFAULT_TIER: "none" })),
+    logger: pino({ level: "silent" }),
+    now: () => new Date(),
+  };
+  for (const name of [billingQueue, sessionsQueue]) {
+    await ensureQueue(sqs, name, {
+      maxReceiveCount: options.maxReceiveCount ?? 5,
+      visibilityTimeout: options.visibilityTimeout ?? 30,
+    });
+  }
+  const billing = billingProcess({
+    databaseUrl: database.created.url,
+    queuePrefix: prefix,
+    minuteMs: options.minuteMs,
+    env: { CREATE_QUEUES: "false", ...options.env },
+  });
+  return {
+    database,
+    deps,
+    billing,
+    sqs,
+    resolve,
+    billingQueue,
+    sessionsQueue,
+    async close() {
+      await billing.kill();
+      for (const name of [billingQueue, `${billingQueue}-dlq`, sessionsQueue, `${sessionsQueue}-dlq`]) {
+        const url = await resolve(name).catch(() => undefined);
+        if (url) await sqs.send(new DeleteQueueCommand({ QueueUrl: url })).catch(() => undefined);
+      }
+      sqs.destroy();
+      await database.close();
+    },
   };
 }

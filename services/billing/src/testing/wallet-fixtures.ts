@@ -16,31 +16,38 @@ export interface CheckoutEventOptions {
   paymentIntentId?: string;
 }
 
-/** A Stripe event as Stripe sends it for a Checkout Session (only the fields billing reads are filled). */
-export function checkoutEvent(options: CheckoutEventOptions): Stripe.Event {
+/** A Stripe event envelope around `object`, as Stripe sends it (only the fields billing reads are filled). */
+export function stripeEvent(type: string, object: Record<string, unknown>, eventId?: string): Stripe.Event {
   return {
-    id: options.eventId ?? `evt_${randomUUID().replace(/-/g, "")}`,
+    id: eventId ?? `evt_${randomUUID().replace(/-/g, "")}`,
     object: "event",
     api_version: "2025-08-27.basil",
     created: Math.floor(Date.now() / 1000),
     livemode: false,
     pending_webhooks: 1,
     request: { id: null, idempotency_key: null },
-    type: options.type ?? "checkout.session.completed",
-    data: {
-      object: {
-        id: options.checkoutSessionId ?? `cs_test_${randomUUID().replace(/-/g, "")}`,
-        object: "checkout.session",
-        mode: "payment",
-        payment_status: options.paymentStatus ?? "paid",
-        amount_total: options.amount,
-        currency: (options.currency ?? "usd").toLowerCase(),
-        client_reference_id: options.accountId,
-        payment_intent: options.paymentIntentId ?? null,
-        metadata: { accountId: options.accountId, ...(options.topupId ? { topupId: options.topupId } : {}) },
-      },
-    },
+    type,
+    data: { object },
   } as unknown as Stripe.Event;
+}
+
+/** A Stripe event for a Checkout Session. */
+export function checkoutEvent(options: CheckoutEventOptions): Stripe.Event {
+  return stripeEvent(
+    options.type ?? "checkout.session.completed",
+    {
+      id: options.checkoutSessionId ?? `cs_test_${randomUUID().replace(/-/g, "")}`,
+      object: "checkout.session",
+      mode: "payment",
+      payment_status: options.paymentStatus ?? "paid",
+      amount_total: options.amount,
+      currency: (options.currency ?? "usd").toLowerCase(),
+      client_reference_id: options.accountId,
+      payment_intent: options.paymentIntentId ?? null,
+      metadata: { accountId: options.accountId, ...(options.topupId ? { topupId: options.topupId } : {}) },
+    },
+    options.eventId,
+  );
 }
 
 export interface PlacedTopup {
