@@ -98,6 +98,23 @@ describe("workers", () => {
     });
   });
 
+  it("when billing placed the hold but its answer to the start was lost, then the start fails and session.failed for that session reaches billing at once", async () => {
+    const acct = account();
+    h.billing.loseAuthorizationAnswers = true;
+    try {
+      expect((await h.call(acct, "POST", "/api/v1/sessions/start")).status).toBe(503);
+    } finally {
+      h.billing.loseAuthorizationAnswers = false;
+    }
+    const hold = h.billing.holds.find((x) => x.accountId === acct)!;
+    expect(hold.released).toBe(false);
+    const failed = await waitUntil(() => billingEventsFor(acct, "session.failed"), {
+      description: "session.failed on the billing queue",
+    });
+    expect(failed.data).toMatchObject({ sessionId: hold.sessionId, startedAt: null, reason: "start_failed" });
+    expect((await pollState(acct)).state).toBe("idle");
+  });
+
   it("when accounts sends account.purge, then the session is stopped and the account's volume is deleted", async () => {
     const acct = account();
     expect((await h.call(acct, "POST", "/api/v1/sessions/start")).status).toBe(200);
