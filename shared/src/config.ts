@@ -195,4 +195,11 @@ export const queueEnv = (defaultQueueName: string) => ({
   QUEUE_MAX_RECEIVE_COUNT: envInt(5, 1).describe("Receives before a failing message moves to the DLQ"),
   QUEUE_WAIT_SECONDS: envInt(20, 0).describe("SQS long-polling wait, in seconds (0-20)"),
   OUTBOX_RELAY_INTERVAL_MS: envInt(500, 10).describe("Pause between outbox relay passes when idle, in ms"),
+  QUEUE_PRUNE_INTERVAL_MS: envInt(3_600_000, 10).describe(
+    "Pause between passes that delete sent outbox rows and old processed-event ids, in ms",
+  ),
+  OUTBOX_SENT_RETENTION_HOURS: envInt(24, 1).describe("Hours a sent outbox row is kept (for inspection)"),
+  PROCESSED_EVENT_RETENTION_HOURS: envInt(336, 1).describe(
+    "Hours a handled event id is kept to drop redeliveries; at least the queue's message retention (14 days)",
+  ),
 });

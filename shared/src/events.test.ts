@@ -24,14 +24,20 @@ describe("event contracts", () => {
   });
 
   it("when the data does not match the type's schema, then createEvent throws", () => {
-    expect(() => createEvent("credits.exhausted", "acc-1", { balance: 1.5, currency: "EUR" })).toThrow();
+    expect(() =>
+      createEvent("credits.exhausted", "acc-1", { sessionId: "s-1", balance: 1.5, currency: "EUR" }),
+    ).toThrow();
     expect(() =>
       createEvent("account.purge", "acc-1", { identityUserId: "u", requestedAt: "yesterday" }),
     ).toThrow();
   });
 
   it("when an envelope is malformed, has an unknown type or bad data, then parseEvent says why", () => {
-    const valid = createEvent("credits.exhausted", "acc-1", { balance: 0, currency: "USD" });
+    const valid = createEvent("credits.exhausted", "acc-1", {
+      sessionId: "s-1",
+      balance: 0,
+      currency: "USD",
+    });
     expect(parseEvent("nope")).toMatchObject({ success: false, error: expect.stringContaining("envelope") });
     expect(parseEvent({ ...valid, id: "not-a-uuid" })).toMatchObject({
       success: false,
@@ -41,15 +47,24 @@ describe("event contracts", () => {
       success: false,
       error: 'unknown event type "session.exploded"',
     });
-    expect(parseEvent({ ...valid, data: { balance: "0", currency: "USD" } })).toMatchObject({
-      success: false,
-      error: expect.stringContaining("balance"),
-    });
+    expect(parseEvent({ ...valid, data: { sessionId: "s-1", balance: "0", currency: "USD" } })).toMatchObject(
+      {
+        success: false,
+        error: expect.stringContaining("balance"),
+      },
+    );
   });
 
   it("when listing the registry, then every documented event type is present", () => {
     expect([...eventTypes].sort()).toEqual(
-      ["account.purge", "credits.exhausted", "session.failed", "session.started", "session.stopped"].sort(),
+      [
+        "account.purge",
+        "credits.exhausted",
+        "metering.audit",
+        "session.failed",
+        "session.started",
+        "session.stopped",
+      ].sort(),
     );
   });
 });

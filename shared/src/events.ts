@@ -10,6 +10,7 @@ const currency = z
 
 /** Data schema of every event type exchanged between services (DESIGN §3). */
 export const eventDataSchemas = {
+  /** The instance reached running: metering begins at `startedAt` (the running time, not the launch). */
   "session.started": z.object({
     sessionId: z.string().min(1),
     instanceId: z.string().min(1),
@@ -19,7 +20,8 @@ export const eventDataSchemas = {
   }),
   "session.stopped": z.object({
     sessionId: z.string().min(1),
-    startedAt: isoDateTime,
+    /** When metering began (running); null when the session was stopped before it ever ran. */
+    startedAt: isoDateTime.nullable(),
     stoppedAt: isoDateTime,
     ratePerMinute: minorUnits.nonnegative(),
     currency,
@@ -30,14 +32,23 @@ export const eventDataSchemas = {
     reason: z.string().min(1),
     message: z.string(),
     failedAt: isoDateTime,
-    /** When metering began (session.started); null when the session failed before its instance launched. */
+    /** When metering began (session.started, the running time); null when the session never ran. */
     startedAt: isoDateTime.nullable().optional(),
     ratePerMinute: minorUnits.nonnegative().optional(),
     currency: currency.optional(),
   }),
+  /** The wallet cannot pay the next minute of this session: sessions stops that session only. */
   "credits.exhausted": z.object({
+    sessionId: z.string().min(1),
     balance: minorUnits,
     currency,
+  }),
+  /**
+   * Billing still meters these sessions of the account: sessions answers with a fresh session.stopped or
+   * session.failed for each one that has in truth ended (a lost or DLQ'd end event still ends the charge).
+   */
+  "metering.audit": z.object({
+    sessionIds: z.array(z.string().min(1)).min(1).max(100),
   }),
   "account.purge": z.object({
     identityUserId: z.string().min(1),

@@ -14,6 +14,7 @@ import { billingConfigSchema } from "../src/config";
 import * as schema from "../src/data/schema";
 import { findLedgerMismatches } from "../src/data/wallet-repository";
 import { meterRunningSessions } from "../src/domain/metering";
+import { placeTopup } from "../src/testing/wallet-fixtures";
 
 const adminUrl = process.env.TEST_DATABASE_URL || "postgres://cgs:cgs@127.0.0.1:5432/postgres";
 const WEBHOOK_EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 2_000);
@@ -79,23 +80,12 @@ async function main(): Promise<void> {
     );
 
     // ---- webhook throughput ----
-    const payloads = Array.from({ length: WEBHOOK_EVENTS }, (_, i) =>
-      JSON.stringify({
-        id: `evt_bench_${i}`,
-        object: "event",
-        type: "checkout.session.completed",
-        data: {
-          object: {
-            id: `cs_bench_${i}`,
-            object: "checkout.session",
-            payment_status: "paid",
-            amount_total: 500 + (i % 100),
-            currency: "usd",
-            client_reference_id: `bench-account-${i % 200}`,
-          },
-        },
-      }),
-    );
+    // Each checkout pays a top-up the platform created (anything else is only recorded for review).
+    const payloads: string[] = [];
+    for (let i = 0; i < WEBHOOK_EVENTS; i++) {
+      const placed = await placeTopup(deps, `bench-account-${i % 200}`, 500 + (i % 100));
+      payloads.push(JSON.stringify(placed.paid));
+    }
     const deliverAll = async (): Promise<number> => {
       let next = 0;
       let failures = 0;

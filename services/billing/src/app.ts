@@ -82,6 +82,7 @@ export function createApp(context: BillingContext, overrides: Partial<BillingAda
       stripe: adapters.stripe,
       webhookSecret: config.STRIPE_WEBHOOK_SECRET,
       toleranceSeconds: config.STRIPE_WEBHOOK_TOLERANCE_SECONDS,
+      payments: adapters.payments,
     }),
   );
   if (adapters.payments.name === "local" && config.NODE_ENV !== "production") {

@@ -86,6 +86,9 @@ export const billingConfigSchema = z
       "Length of a billed minute in ms: 60000 in every real deployment, shorter only in tests",
     ),
     METERING_BATCH_SIZE: envInt(200, 1).describe("Running sessions charged per metering transaction"),
+    METERING_AUDIT_INTERVAL_MS: envInt(300_000, 10).describe(
+      "Pause between passes that ask sessions whether each metered session is still running, in ms",
+    ),
     STORAGE_BILLING_INTERVAL_MS: envInt(600_000, 10).describe(
       "Pause between storage-period charging passes, in ms",
     ),

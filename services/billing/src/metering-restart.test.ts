@@ -1,124 +1,35 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
-import path from "node:path";
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { eq, like } from "drizzle-orm";
-import { DeleteQueueCommand } from "@aws-sdk/client-sqs";
-import pino from "pino";
-import {
-  createEvent,
-  createQueueUrlResolver,
-  outboxTable,
-  ensureQueue,
-  sendEventMessage,
-  serviceQueueNames,
-  type EventEnvelope,
-} from "@cgs/shared";
-import { createTestSqsClient, drainQueue, waitUntil } from "@cgs/shared/testing/queue";
+import { createEvent, outboxTable, sendEventMessage, type EventEnvelope } from "@cgs/shared";
+import { drainQueue, waitUntil } from "@cgs/shared/testing/queue";
 import { ledgerEntriesTable, meteredSessionsTable } from "./data/billing-tables";
 import { findLedgerMismatches } from "./data/wallet-repository";
-import { billingSettings, type BillingDeps } from "./domain/billing-deps";
-import {
-  billingTestConfig,
-  openBillingTestDatabase,
-  type BillingDatabaseFixture,
-} from "./testing/billing-harness";
+import { openBillingProcessFixture, type BillingProcessFixture } from "./testing/billing-process";
 import { creditWallet } from "./testing/wallet-fixtures";
 
 // Spawns the compiled service (dist/main.js), as `npm test` builds every workspace before jest runs.
-const serviceDir = path.join(__dirname, "..");
-const mainJs = path.join(serviceDir, "dist", "main.js");
 const MINUTE_MS = 400;
 const RATE = 10;
 
 describe("the billing process, killed and restarted while it meters (real PostgreSQL, moto SQS)", () => {
-  const sqs = createTestSqsClient();
-  const prefix = `bt${randomBytes(4).toString("hex")}-`;
-  const billingQueue = `${prefix}${serviceQueueNames.billing}`;
-  const sessionsQueue = `${prefix}${serviceQueueNames.sessions}`;
-  let fixture: BillingDatabaseFixture;
-  let deps: BillingDeps;
-  let output = "";
-  let child: ChildProcess | undefined;
-
-  const env = () => ({
-    PATH: process.env.PATH ?? "",
-    NODE_ENV: "test",
-    LOG_LEVEL: "warn",
-    PORT: "0",
-    DATABASE_URL: fixture.created.url,
-    AWS_REGION: process.env.AWS_REGION || "us-east-1",
-    AWS_ENDPOINT_URL: process.env.SQS_ENDPOINT || process.env.AWS_ENDPOINT_URL || "http://127.0.0.1:5000",
-    AWS_ACCESS_KEY_ID: "test",
-    AWS_SECRET_ACCESS_KEY: "test",
-    QUEUE_NAME_PREFIX: prefix,
-    CREATE_QUEUES: "true",
-    QUEUE_WAIT_SECONDS: "1",
-    OUTBOX_RELAY_INTERVAL_MS: "100",
-    METERING_INTERVAL_MS: "50",
-    METERING_MINUTE_MS: String(MINUTE_MS),
-    PAYMENT_PROVIDER: "local",
-    STORAGE_DEFAULT_TIER: "none",
-    SHUTDOWN_GRACE_MS: "500",
-  });
-
-  const startBilling = () => {
-    const proc = spawn(process.execPath, [mainJs], {
-      cwd: serviceDir,
-      env: env(),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    proc.stdout?.on("data", (c: Buffer) => (output += c.toString()));
-    proc.stderr?.on("data", (c: Buffer) => (output += c.toString()));
-    child = proc;
-    return proc;
-  };
-  const kill = async (proc: ChildProcess) => {
-    if (proc.exitCode !== null || proc.signalCode !== null) return;
-    const exited = new Promise((resolve) => proc.once("exit", resolve));
-    proc.kill("SIGKILL");
-    await exited;
-  };
+  let f: BillingProcessFixture;
 
   beforeAll(async () => {
-    if (!existsSync(mainJs))
-      throw new Error(`${mainJs} is missing: run \`npx tsc -b services/billing\` first`);
-    fixture = await openBillingTestDatabase("billing_restart");
-    deps = {
-      db: fixture.database.db,
-      settings: billingSettings(billingTestConfig({ STORAGE_DEFAULT_TIER: "none" })),
-      logger: pino({ level: "silent" }),
-      now: () => new Date(),
-    };
-    // Both queues exist before anything is sent; the process converges them again (CREATE_QUEUES).
-    for (const name of [billingQueue, sessionsQueue])
-      await ensureQueue(sqs, name, { maxReceiveCount: 5, visibilityTimeout: 30 });
+    f = await openBillingProcessFixture({ name: "restart", minuteMs: MINUTE_MS });
   });
-  afterAll(async () => {
-    if (child) await kill(child);
-    const resolve = createQueueUrlResolver(sqs);
-    for (const name of [billingQueue, `${billingQueue}-dlq`, sessionsQueue, `${sessionsQueue}-dlq`]) {
-      const url = await resolve(name).catch(() => undefined);
-      if (url) await sqs.send(new DeleteQueueCommand({ QueueUrl: url })).catch(() => undefined);
-    }
-    sqs.destroy();
-    await fixture.close();
-  });
+  afterAll(() => f.close());
 
   const publish = async (event: EventEnvelope) => {
-    const url = await createQueueUrlResolver(sqs)(billingQueue);
-    await sendEventMessage(sqs, url, event);
+    const url = await f.resolve(f.billingQueue);
+    await sendEventMessage(f.sqs, url, event);
   };
   const sessionRow = async (sessionId: string) =>
     (
-      await fixture.database.db
-        .select()
-        .from(meteredSessionsTable)
-        .where(eq(meteredSessionsTable.sessionId, sessionId))
+      await f.deps.db.select().from(meteredSessionsTable).where(eq(meteredSessionsTable.sessionId, sessionId))
     )[0];
   const usageMinutes = async (sessionId: string) =>
     (
-      await fixture.database.db
+      await f.deps.db
         .select({ reference: ledgerEntriesTable.reference })
         .from(ledgerEntriesTable)
         .where(like(ledgerEntriesTable.reference, `usage:${sessionId}:%`))
@@ -129,13 +40,13 @@ describe("the billing process, killed and restarted while it meters (real Postgr
   it("when the process is SIGKILLed mid-session and restarted, then every started minute is charged exactly once, and credits.exhausted reaches the sessions queue", async () => {
     const accountId = `acct-${randomUUID()}`;
     const poorAccountId = `acct-poor-${randomUUID()}`;
-    await creditWallet(deps, accountId, 10_000);
-    await creditWallet(deps, poorAccountId, 25);
+    await creditWallet(f.deps, accountId, 10_000);
+    await creditWallet(f.deps, poorAccountId, 25);
     const sessionId = `s-${randomUUID()}`;
     const poorSessionId = `s-poor-${randomUUID()}`;
 
     try {
-      const first = startBilling();
+      f.billing.start();
       const startedAt = new Date();
       const startEvent = (account: string, session: string) =>
         createEvent("session.started", account, {
@@ -151,12 +62,12 @@ describe("the billing process, killed and restarted while it meters (real Postgr
         timeoutMs: 20_000,
         description: "three minutes charged by the first process",
       });
-      await kill(first);
+      await f.billing.kill();
       const chargedBeforeKill = (await sessionRow(sessionId))!.chargedMinutes;
       // Minutes keep starting while no billing process runs.
       await new Promise((r) => setTimeout(r, 3 * MINUTE_MS));
 
-      startBilling();
+      f.billing.start();
       // The same start event again (SQS at-least-once): the restarted process must not charge twice.
       await publish(startEvent(accountId, sessionId));
       await waitUntil(
@@ -181,7 +92,7 @@ describe("the billing process, killed and restarted while it meters (real Postgr
 
       const expectedMinutes = Math.ceil((stoppedAt.getTime() - startedAt.getTime()) / MINUTE_MS);
       const minutes = await usageMinutes(sessionId);
-      const refunds = await fixture.database.db
+      const refunds = await f.deps.db
         .select({ reference: ledgerEntriesTable.reference })
         .from(ledgerEntriesTable)
         .where(like(ledgerEntriesTable.reference, `usage-refund:${sessionId}:%`));
@@ -189,12 +100,12 @@ describe("the billing process, killed and restarted while it meters (real Postgr
       const kept = minutes.filter((m) => !refunded.has(m));
       expect(kept).toEqual(Array.from({ length: expectedMinutes }, (_, i) => i));
       expect(new Set(minutes).size).toBe(minutes.length);
-      expect(await findLedgerMismatches(fixture.database.db)).toEqual([]);
+      expect(await findLedgerMismatches(f.deps.db)).toEqual([]);
 
       const exhausted = await waitUntil(
         async () => {
-          const url = await createQueueUrlResolver(sqs)(sessionsQueue);
-          const messages = await drainQueue(sqs, url, { waitTimeSeconds: 1 });
+          const url = await f.resolve(f.sessionsQueue);
+          const messages = await drainQueue(f.sqs, url, { waitTimeSeconds: 1 });
           return messages
             .map((m) => JSON.parse(m.Body ?? "{}") as EventEnvelope)
             .find((e) => e.type === "credits.exhausted" && e.accountId === poorAccountId);
@@ -206,10 +117,10 @@ describe("the billing process, killed and restarted while it meters (real Postgr
       expect(data.currency).toBe("USD");
       expect(data.balance).toBeLessThan(RATE);
     } catch (err) {
-      const outbox = await fixture.database.db.select().from(outboxTable);
-      const sessions = await fixture.database.db.select().from(meteredSessionsTable);
+      const outbox = await f.deps.db.select().from(outboxTable);
+      const sessions = await f.deps.db.select().from(meteredSessionsTable);
       process.stderr.write(
-        `billing process output:\n${output}\noutbox: ${JSON.stringify(outbox)}\nsessions: ${JSON.stringify(sessions)}\n`,
+        `billing process output:\n${f.billing.output()}\noutbox: ${JSON.stringify(outbox)}\nsessions: ${JSON.stringify(sessions)}\n`,
       );
       throw err;
     }

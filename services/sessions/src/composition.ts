@@ -130,6 +130,15 @@ export async function startSessionsWorkers(
     },
     log,
   );
+  const orphans = startPeriodicWorker(
+    "orphan-sweep",
+    config.ORPHAN_SWEEP_INTERVAL_MS,
+    async () => {
+      const swept = await reconciler.sweepOrphans();
+      if (swept.terminated.length > 0) log.warn(swept, "orphan instances terminated");
+    },
+    log,
+  );
   const idleSweep = startPeriodicWorker(
     "idle-sweep",
     config.IDLE_SWEEP_INTERVAL_MS,
@@ -142,6 +151,7 @@ export async function startSessionsWorkers(
   });
   closers.unshift(
     () => reconcile.stop(),
+    () => orphans.stop(),
     () => idleSweep.stop(),
     stopCounting,
   );

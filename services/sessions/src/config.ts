@@ -36,6 +36,9 @@ export const sessionsConfigSchema = z
     ),
     IDLE_SWEEP_INTERVAL_MS: envInt(30_000, 10).describe("Pause between idle-timeout sweeps, in ms"),
     RECONCILER_INTERVAL_MS: envInt(5_000, 10).describe("Pause between reconciler ticks, in ms"),
+    ORPHAN_SWEEP_INTERVAL_MS: envInt(60_000, 10).describe(
+      "Pause between sweeps that terminate tagged instances with no active session, in ms",
+    ),
     RECONCILER_BATCH_SIZE: envInt(1_000, 1).describe(
       "Sessions one replica claims per reconciler tick (rows leased, then checked against the cloud in batches)",
     ),

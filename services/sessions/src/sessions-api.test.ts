@@ -252,7 +252,7 @@ describe("preconditions (spec §3 table)", () => {
 });
 
 describe("faults and retries", () => {
-  it("when the region is out of capacity, then start answers 503 CLOUD_CAPACITY with Retry-After, releases the hold and publishes nothing", async () => {
+  it("when the region is out of capacity, then start answers 503 CLOUD_CAPACITY with Retry-After, releases the hold and tells billing only that the session never ran", async () => {
     const acct = account();
     h.cloud.failNextLaunches(1);
     const res = await h.call(acct, "POST", "/api/v1/sessions/start");
@@ -262,7 +262,10 @@ describe("faults and retries", () => {
     const holds = h.billing.holds.filter((x) => x.accountId === acct);
     expect(holds).toHaveLength(1);
     expect(holds[0]?.released).toBe(true);
-    expect(await outboxEvents(acct)).toEqual([]);
+    const events = await outboxEvents(acct);
+    expect(events.map((e) => [e.type, e.data])).toEqual([
+      ["session.failed", expect.objectContaining({ sessionId: holds[0]!.sessionId, startedAt: null })],
+    ]);
     expect((await h.call(acct, "GET", "/api/v1/sessions/poll")).body).toEqual(idle);
     const retry = await h.call(acct, "POST", "/api/v1/sessions/start");
     expect(retry.status).toBe(200);

@@ -15,6 +15,21 @@ let n = 0;
 const account = () => `ec2-${Date.now().toString(36)}-${(n += 1)}`;
 const settings = { batchSize: 100, leaseMs: 30_000, startTimeoutMs: 60_000, describeGraceMs: 0 };
 
+/** The EC2 adapter on moto, with its own tag prefix so other tests' instances are not its own. */
+const ec2Provider = () =>
+  new Ec2CloudProvider(
+    {
+      region: h.config.CLOUD_REGION,
+      tagPrefix: `cgs${randomUUID().slice(0, 6)}`,
+      amiId: "ami-12c6146b",
+      instanceType: "t3.micro",
+      volumeType: "gp3",
+      volumeDevice: "/dev/sdf",
+      pageSize: 50,
+    },
+    ec2,
+  );
+
 beforeAll(async () => {
   h = await startSessionsHarness();
   ec2 = new EC2Client({
@@ -29,18 +44,7 @@ afterAll(async () => {
 
 describe("the session lifecycle on the EC2 adapter (moto)", () => {
   it("when a session starts, runs and stops on EC2, then the volume is attached and kept and the states follow", async () => {
-    const cloud = new Ec2CloudProvider(
-      {
-        region: h.config.CLOUD_REGION,
-        tagPrefix: `cgs${randomUUID().slice(0, 6)}`,
-        amiId: "ami-12c6146b",
-        instanceType: "t3.micro",
-        volumeType: "gp3",
-        volumeDevice: "/dev/sdf",
-        pageSize: 50,
-      },
-      ec2,
-    );
+    const cloud = ec2Provider();
     const deps: SessionsDomainDeps = { ...h.deps, cloud };
     const reconciler = new Reconciler(deps, settings);
     const acct = account();
@@ -93,5 +97,33 @@ describe("a stop that lands while the instance is being launched", () => {
     const holds = h.billing.holds.filter((x) => x.accountId === acct);
     expect(holds.map((x) => x.released)).toEqual([true]);
     expect((await pollSession(h.deps, acct)).state).toBe("stopped");
+  });
+});
+
+describe("a launch whose response is lost (EC2 on moto)", () => {
+  it("when the launch succeeds in the cloud but its answer never arrives, then the start fails, the hold is released and the next orphan sweep terminates the instance", async () => {
+    const real = ec2Provider();
+    // moto cannot drop a response: the launch really happens on moto, then this wrapper loses its answer.
+    const lossy: CloudProvider = Object.assign(Object.create(real) as CloudProvider, {
+      launchInstance: async (request: Parameters<CloudProvider["launchInstance"]>[0]) => {
+        await real.launchInstance(request);
+        throw new Error("socket hang up");
+      },
+      listManagedInstances: () => real.listManagedInstances(),
+    });
+    const deps: SessionsDomainDeps = { ...h.deps, cloud: lossy };
+    const acct = account();
+    const token = await h.token(acct);
+
+    await expect(startSession(deps, { accountId: acct, accessToken: token })).rejects.toMatchObject({
+      code: "UNAVAILABLE",
+    });
+    expect(h.billing.holds.filter((x) => x.accountId === acct).map((x) => x.released)).toEqual([true]);
+    const before = await real.listManagedInstances();
+    expect(before.instances.filter((i) => i.accountId === acct)).toHaveLength(1);
+
+    const swept = await new Reconciler({ ...h.deps, cloud: real }, settings).sweepOrphans();
+    expect(swept.terminated).toEqual([before.instances.find((i) => i.accountId === acct)!.instanceId]);
+    expect((await real.listManagedInstances()).instances).toEqual([]);
   });
 });

@@ -261,7 +261,11 @@ describe.each(testDatabaseKinds)("event consumer on %s", (kind) => {
 
   it("when a message is not JSON or has no handler and a DLQ URL is given, then it is moved there at once", async () => {
     const queue = await newQueue({ maxReceiveCount: 5, visibilityTimeout: 30 });
-    const noHandler = createEvent("credits.exhausted", "acc-2", { balance: 0, currency: "EUR" });
+    const noHandler = createEvent("credits.exhausted", "acc-2", {
+      sessionId: "s-2",
+      balance: 0,
+      currency: "EUR",
+    });
     await sendEventMessage(sqs, queue.queueUrl, noHandler);
     const { SendMessageCommand } = await import("@aws-sdk/client-sqs");
     await sqs.send(new SendMessageCommand({ QueueUrl: queue.queueUrl, MessageBody: "{not json" }));

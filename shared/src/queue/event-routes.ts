@@ -50,5 +50,6 @@ export const platformEventRoutes: EventRoutes = {
   "session.stopped": [serviceQueueNames.billing],
   "session.failed": [serviceQueueNames.billing],
   "credits.exhausted": [serviceQueueNames.sessions],
+  "metering.audit": [serviceQueueNames.sessions],
   "account.purge": [serviceQueueNames.sessions, serviceQueueNames.billing],
 };

@@ -5,4 +5,5 @@ export * from "./event-routes";
 export * from "./message-attributes";
 export * from "./outbox";
 export * from "./outbox-relay";
+export * from "./queue-pruning";
 export * from "./sqs-client";

@@ -12,6 +12,7 @@ import {
   ensureQueue,
   outboxBacklog,
   platformEventRoutes,
+  pruneQueueTables,
   startConsumer,
   startOutboxRelay,
   type EventHandlers,
@@ -19,6 +20,7 @@ import {
 } from "../queue";
 import type { AnyEvent } from "../events";
 import type { SqlExecutor } from "../db";
+import { startPeriodicWorker } from "./periodic-worker";
 
 export interface EventWorkerConfig {
   AWS_REGION: string;
@@ -29,6 +31,9 @@ export interface EventWorkerConfig {
   QUEUE_MAX_RECEIVE_COUNT: number;
   QUEUE_WAIT_SECONDS: number;
   OUTBOX_RELAY_INTERVAL_MS: number;
+  QUEUE_PRUNE_INTERVAL_MS: number;
+  OUTBOX_SENT_RETENTION_HOURS: number;
+  PROCESSED_EVENT_RETENTION_HOURS: number;
 }
 
 export interface EventWorkersOptions<TSchema extends DatabaseSchema> {
@@ -65,7 +70,8 @@ export function publishInTransaction(tx: SqlExecutor, event: AnyEvent, prefix = 
 }
 
 /**
- * Starts the outbox relay and, when the service consumes events, the long-polling consumer on its own queue
+ * Starts the outbox relay, the pruning of sent outbox rows and old processed-event ids and, when the
+ * service consumes events, the long-polling consumer on its own queue
  * (created with its DLQ when CREATE_QUEUES is set). Returns closers for runService's drain.
  */
 export async function startEventWorkers<TSchema extends DatabaseSchema>(
@@ -99,6 +105,18 @@ export async function startEventWorkers<TSchema extends DatabaseSchema>(
     metrics.outboxOldestAge.set(backlog.oldestAgeSeconds);
   });
   closers.push(stopBacklogGauge);
+  const hours = 3_600_000;
+  const pruning = startPeriodicWorker(
+    "queue-pruning",
+    config.QUEUE_PRUNE_INTERVAL_MS,
+    () =>
+      pruneQueueTables(options.db, {
+        sentOutboxRetentionMs: config.OUTBOX_SENT_RETENTION_HOURS * hours,
+        processedEventRetentionMs: config.PROCESSED_EVENT_RETENTION_HOURS * hours,
+      }),
+    logger.child({ component: "queue-pruning" }),
+  );
+  closers.unshift(() => pruning.stop());
   if (options.handlers) {
     const resolve = createQueueUrlResolver(sqs);
     const deadLetterQueueUrl = await resolve(`${ownQueue}-dlq`);

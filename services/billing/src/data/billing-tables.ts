@@ -28,6 +28,11 @@ export const walletsTable = pgTable(
     currency: text("currency").notNull(),
     balance: money("balance").notNull().default(0),
     held: money("held").notNull().default(0),
+    /**
+     * Credit taken back (refund, lost dispute) after it was spent: owed by the player, blocks new starts,
+     * settled first by the next top-up. Always ledger sum = balance - shortfall.
+     */
+    shortfall: money("shortfall").notNull().default(0),
     storageTier: text("storage_tier").notNull(),
     status: text("status").$type<"open" | "closed">().notNull().default("open"),
     createdAt: at("created_at").notNull().defaultNow(),
@@ -36,6 +41,7 @@ export const walletsTable = pgTable(
   (t) => [
     check("wallets_balance_non_negative", sql`${t.balance} >= 0`),
     check("wallets_held_within_balance", sql`${t.held} >= 0 and ${t.held} <= ${t.balance}`),
+    check("wallets_shortfall_non_negative", sql`${t.shortfall} >= 0`),
   ],
 );
 
@@ -62,7 +68,9 @@ export const ledgerEntriesTable = pgTable(
   ],
 );
 
-export type LedgerKind = "topup" | "usage" | "usage_refund" | "storage";
+/** `refund` and `dispute_lost` take credit back (Stripe refunds and lost disputes). */
+export type LedgerKind =
+  "topup" | "usage" | "usage_refund" | "storage" | "refund" | "dispute_lost" | "adjustment";
 
 /** Money reserved for a session start; consumed as its minutes are charged, released when it ends or fails. */
 export const holdsTable = pgTable(
@@ -128,13 +136,21 @@ export const topupsTable = pgTable(
     provider: text("provider").notNull(),
     checkoutSessionId: text("checkout_session_id"),
     checkoutUrl: text("checkout_url"),
-    status: text("status").$type<"creating" | "open" | "paid">().notNull().default("creating"),
+    status: text("status")
+      .$type<"creating" | "open" | "paid" | "refunded_closed_wallet">()
+      .notNull()
+      .default("creating"),
+    /** Stripe's payment intent of the paid checkout: refunds and disputes name it. */
+    paymentIntentId: text("payment_intent_id"),
+    /** Credit already taken back by refunds of this payment (cumulative, never above `amount`). */
+    refundedAmount: money("refunded_amount").notNull().default(0),
     createdAt: at("created_at").notNull().defaultNow(),
     paidAt: at("paid_at"),
   },
   (t) => [
     uniqueIndex("topups_client_key").on(t.accountId, t.clientKey),
     index("topups_checkout_session_idx").on(t.checkoutSessionId),
+    index("topups_payment_intent_idx").on(t.paymentIntentId),
     check("topups_amount_positive", sql`${t.amount} > 0`),
   ],
 );
@@ -145,6 +161,38 @@ export const stripeEventsTable = pgTable("stripe_events", {
   type: text("type").notNull(),
   outcome: text("outcome").notNull(),
   receivedAt: at("received_at").notNull().defaultNow(),
+});
+
+/** A Stripe dispute of a top-up's payment: while one is open the wallet cannot start sessions. */
+export const disputesTable = pgTable(
+  "disputes",
+  {
+    disputeId: text("dispute_id").primaryKey(),
+    accountId: text("account_id").notNull(),
+    paymentIntentId: text("payment_intent_id").notNull(),
+    amount: money("amount").notNull(),
+    currency: text("currency").notNull(),
+    status: text("status").$type<"open" | "won" | "lost">().notNull().default("open"),
+    openedAt: at("opened_at").notNull().defaultNow(),
+    closedAt: at("closed_at"),
+  },
+  (t) => [
+    index("disputes_open_idx")
+      .on(t.accountId)
+      .where(sql`${t.status} = 'open'`),
+  ],
+);
+
+/** Payments that reached Stripe but match no top-up the platform created: kept for a person, never credited. */
+export const paymentReviewsTable = pgTable("payment_reviews", {
+  id: uuid("id").primaryKey(),
+  stripeEventId: text("stripe_event_id").notNull(),
+  checkoutSessionId: text("checkout_session_id"),
+  accountId: text("account_id"),
+  amount: money("amount"),
+  currency: text("currency"),
+  reason: text("reason").notNull(),
+  createdAt: at("created_at").notNull().defaultNow(),
 });
 
 /** One row per (account, billing period) once the period has been looked at: paid or still unpaid. */
@@ -176,4 +224,6 @@ export const billingTables = {
   topupsTable,
   stripeEventsTable,
   storagePeriodsTable,
+  disputesTable,
+  paymentReviewsTable,
 };

@@ -7,4 +7,6 @@ export {
   topupsTable,
   stripeEventsTable,
   storagePeriodsTable,
+  disputesTable,
+  paymentReviewsTable,
 } from "./billing-tables";

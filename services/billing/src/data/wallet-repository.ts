@@ -44,6 +44,12 @@ export interface LedgerPosting {
   details?: Record<string, unknown>;
   /** Change to the wallet's held amount in the same update (negative when usage consumes a hold). */
   heldDelta?: number;
+  /**
+   * Change to the shortfall in the same update: the balance moves by amount + shortfallDelta, so
+   * ledger sum = balance - shortfall holds (a take-back beyond the spendable balance raises it, a top-up
+   * settles it first).
+   */
+  shortfallDelta?: number;
 }
 
 export type PostingResult =
@@ -59,9 +65,13 @@ export async function postLedgerEntry(
   wallet: WalletRow,
   posting: LedgerPosting,
 ): Promise<PostingResult> {
-  const balance = wallet.balance + posting.amount;
+  const shortfallDelta = posting.shortfallDelta ?? 0;
+  const balance = wallet.balance + posting.amount + shortfallDelta;
   const held = wallet.held + (posting.heldDelta ?? 0);
-  if (balance < 0 || held < 0 || held > balance) return { applied: false, reason: "insufficient" };
+  const shortfall = wallet.shortfall + shortfallDelta;
+  if (balance < 0 || held < 0 || held > balance || shortfall < 0) {
+    return { applied: false, reason: "insufficient" };
+  }
   const inserted = await tx
     .insert(ledgerEntriesTable)
     .values({
@@ -79,12 +89,14 @@ export async function postLedgerEntry(
   await tx
     .update(walletsTable)
     .set({
-      balance: sql`${walletsTable.balance} + ${posting.amount}`,
+      balance: sql`${walletsTable.balance} + ${posting.amount + shortfallDelta}`,
       held: sql`${walletsTable.held} + ${posting.heldDelta ?? 0}`,
+      shortfall: sql`${walletsTable.shortfall} + ${shortfallDelta}`,
     })
     .where(eq(walletsTable.accountId, wallet.accountId));
   wallet.balance = balance;
   wallet.held = held;
+  wallet.shortfall = shortfall;
   // Counted at the one place money moves; a transaction rolled back after this overcounts (rare, and only up).
   if (posting.amount !== 0)
     metrics.credits.labels(posting.amount > 0 ? "in" : "out", wallet.currency).inc(Math.abs(posting.amount));
@@ -112,12 +124,13 @@ export async function ledgerEntryExists(executor: SqlExecutor, reference: string
 export interface LedgerMismatch {
   accountId: string;
   balance: number;
+  shortfall: number;
   ledgerSum: number;
 }
 
 /**
- * The ledger invariant as one query: every wallet's balance equals the sum of its ledger entries (and
- * no ledger entry belongs to a missing wallet). Empty means consistent.
+ * The ledger invariant as one query: every wallet's balance minus its shortfall equals the sum of its
+ * ledger entries (and no ledger entry belongs to a missing wallet). Empty means consistent.
  */
 export async function findLedgerMismatches(
   executor: BillingDatabase | BillingTransaction,
@@ -125,12 +138,22 @@ export async function findLedgerMismatches(
   const result = await executor.execute(sql`
     select coalesce(w.account_id, l.account_id) as "accountId",
            coalesce(w.balance, 0)::bigint as "balance",
+           coalesce(w.shortfall, 0)::bigint as "shortfall",
            coalesce(l.total, 0)::bigint as "ledgerSum"
       from wallets w
       full outer join (select account_id, sum(amount) as total from ledger_entries group by account_id) l
         on l.account_id = w.account_id
-     where coalesce(w.balance, 0) <> coalesce(l.total, 0)`);
-  return (result.rows as { accountId: string; balance: string | number; ledgerSum: string | number }[]).map(
-    (r) => ({ accountId: r.accountId, balance: Number(r.balance), ledgerSum: Number(r.ledgerSum) }),
-  );
+     where coalesce(w.balance, 0) - coalesce(w.shortfall, 0) <> coalesce(l.total, 0)`);
+  type Row = {
+    accountId: string;
+    balance: string | number;
+    shortfall: string | number;
+    ledgerSum: string | number;
+  };
+  return (result.rows as Row[]).map((r) => ({
+    accountId: r.accountId,
+    balance: Number(r.balance),
+    shortfall: Number(r.shortfall),
+    ledgerSum: Number(r.ledgerSum),
+  }));
 }

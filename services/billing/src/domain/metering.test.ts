@@ -204,7 +204,7 @@ describe("metering, holds, storage and purge (real PostgreSQL, controlled clock)
     const mine = exhausted.filter((row) => row.payload.accountId === accountId);
     expect(mine).toHaveLength(1);
     expect(mine[0]!.destination).toBe("test-metering-cgs-sessions");
-    expect(mine[0]!.payload.data).toEqual({ balance: 5, currency: "USD" });
+    expect(mine[0]!.payload.data).toEqual({ sessionId, balance: 5, currency: "USD" });
     // Minutes keep being counted until sessions stops the instance; what the wallet lacks is recorded, not owed.
     clock.advance(2 * MINUTE);
     await meterRunningSessions(deps);

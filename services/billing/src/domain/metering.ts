@@ -35,10 +35,13 @@ async function lockActiveHold(tx: BillingTransaction, sessionId: string): Promis
   return rows[0];
 }
 
-/** Minutes started in [startedAt, end): every started minute is charged, so a partial one counts. */
+/**
+ * Minutes started in [startedAt, end): every started minute is charged, so a partial one counts (the
+ * README's rounding rule); nothing when the end is not after the start.
+ */
 function minutesStarted(session: MeteredSession, end: Date, minuteMs: number): number {
   const elapsed = end.getTime() - session.startedAt.getTime();
-  return Math.max(1, Math.ceil(elapsed / minuteMs));
+  return elapsed <= 0 ? 0 : Math.ceil(elapsed / minuteMs);
 }
 
 interface ChargeContext {
@@ -89,6 +92,7 @@ async function signalExhaustion(ctx: ChargeContext): Promise<void> {
   if (available >= session.ratePerMinute) return;
   session.exhaustedAt = deps.now();
   const event: EventEnvelope<"credits.exhausted"> = createEvent("credits.exhausted", session.accountId, {
+    sessionId: session.sessionId,
     balance: wallet.balance,
     currency: wallet.currency,
   });
@@ -143,11 +147,15 @@ export interface SessionStart {
   startedAt: Date;
 }
 
-/** Records a session for metering (its wallet too); false when it was already recorded. */
+/**
+ * Records a session for metering (its wallet too); false when it was already recorded. `ended`: a
+ * session that ended without running, recorded so that nothing ever meters it.
+ */
 async function recordMeteredSession(
   tx: BillingTransaction,
   deps: BillingDeps,
   start: SessionStart,
+  ended = false,
 ): Promise<boolean> {
   await ensureWalletCreated(tx, deps, start.accountId);
   const inserted = await tx
@@ -159,6 +167,7 @@ async function recordMeteredSession(
       currency: start.currency,
       startedAt: start.startedAt,
       nextMinuteAt: start.startedAt,
+      ...(ended ? { status: "stopped" as const, stoppedAt: start.startedAt } : {}),
     })
     .onConflictDoNothing()
     .returning({ sessionId: meteredSessionsTable.sessionId });
@@ -223,21 +232,34 @@ async function refundMinutes(ctx: ChargeContext, keep: number): Promise<void> {
   session.chargedMinutes = keep;
 }
 
-/** session.failed: a start that never ran gets its hold back; a session that was running is closed out. */
-export async function failMetering(
-  tx: BillingTransaction,
-  deps: BillingDeps,
-  accountId: string,
-  sessionId: string,
-  failedAt: Date,
-): Promise<void> {
-  const session = await lockSession(tx, sessionId);
-  if (session && session.status === "running") {
-    await stopMetering(tx, deps, { ...session }, failedAt < session.startedAt ? session.startedAt : failedAt);
+export interface SessionEnd {
+  accountId: string;
+  sessionId: string;
+  /** When it began running (metering start); null when it never ran. */
+  startedAt: Date | null;
+  endedAt: Date;
+  ratePerMinute?: number;
+  currency?: string;
+}
+
+/**
+ * session.failed, or session.stopped of a session that never ran: one that ran is charged to its end;
+ * one that never ran is recorded as ended with nothing charged (a late or duplicated session.started can
+ * then never start metering it), and its hold goes back at once.
+ */
+export async function endMetering(tx: BillingTransaction, deps: BillingDeps, end: SessionEnd): Promise<void> {
+  const rate = end.ratePerMinute ?? deps.settings.ratePerMinute;
+  const currency = end.currency ?? deps.settings.currency;
+  const start = { accountId: end.accountId, sessionId: end.sessionId, ratePerMinute: rate, currency };
+  const existing = await lockSession(tx, end.sessionId);
+  if (end.startedAt || existing) {
+    const startedAt = end.startedAt ?? existing!.startedAt;
+    await stopMetering(tx, deps, { ...start, startedAt }, end.endedAt < startedAt ? startedAt : end.endedAt);
     return;
   }
-  const wallet = await lockWallet(tx, accountId);
-  const hold = await lockActiveHold(tx, sessionId);
+  await recordMeteredSession(tx, deps, { ...start, startedAt: end.endedAt }, true);
+  const wallet = await lockWallet(tx, end.accountId);
+  const hold = await lockActiveHold(tx, end.sessionId);
   if (wallet && hold) await releaseHoldInTransaction(tx, wallet, hold);
 }
 

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { and, eq } from "drizzle-orm";
 import { AppError } from "@cgs/shared";
 import { holdsTable } from "../data/billing-tables";
+import { hasOpenDispute } from "../data/payment-repository";
 import { adjustHeld, lockWallet, type BillingTransaction, type WalletRow } from "../data/wallet-repository";
 import type { BillingDeps } from "./billing-deps";
 import type { StorageTierName } from "./storage-tiers";
@@ -53,6 +54,18 @@ export async function authorizeStart(
       throw AppError.validation(
         "sessionId",
         "sessionId was already authorized and released; use a new session id",
+      );
+    }
+    if (wallet.shortfall > 0) {
+      throw new AppError(
+        "INSUFFICIENT_CREDITS",
+        `A refunded or disputed payment left ${wallet.shortfall} ${wallet.currency} minor units unpaid; top up to settle it before starting`,
+      );
+    }
+    if (await hasOpenDispute(tx, accountId)) {
+      throw new AppError(
+        "INSUFFICIENT_CREDITS",
+        "A payment of this account is disputed; new sessions can start once the dispute is closed",
       );
     }
     if (spendable(wallet) < holdAmount) {

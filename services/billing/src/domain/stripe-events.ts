@@ -1,7 +1,19 @@
-import { and, eq } from "drizzle-orm";
 import type Stripe from "stripe";
-import { stripeEventsTable, topupsTable } from "../data/billing-tables";
-import { postLedgerEntry, type BillingTransaction } from "../data/wallet-repository";
+import {
+  closeDispute,
+  insertDispute,
+  lockDispute,
+  lockTopupByPaymentIntent,
+  lockTopupForCheckout,
+  recordPaymentReview,
+  recordStripeEvent,
+  setStripeEventOutcome,
+  updateTopup,
+  type TopupRow,
+} from "../data/payment-repository";
+import { postLedgerEntry, type BillingTransaction, type WalletRow } from "../data/wallet-repository";
+import type { LedgerKind } from "../data/billing-tables";
+import type { PaymentRefunds } from "../integrations/payment-provider";
 import type { BillingDeps } from "./billing-deps";
 import { chargeStoragePeriod } from "./storage-billing";
 import { billingPeriodAt } from "./storage-tiers";
@@ -13,15 +25,27 @@ export type StripeEventOutcome =
   | "duplicate_event"
   | "unpaid"
   | "ignored_type"
-  | "unattributable"
-  | "currency_mismatch";
+  | "needs_review"
+  | "refunded_closed_wallet"
+  | "refund_taken_back"
+  | "already_refunded"
+  | "dispute_opened"
+  | "dispute_won"
+  | "dispute_lost"
+  | "already_closed";
 
 const CREDITING_TYPES = new Set(["checkout.session.completed", "checkout.session.async_payment_succeeded"]);
-const CHECKOUT_TYPES = new Set([
+
+/** Every Stripe event type billing acts on; the README lists them for the webhook subscription. */
+export const SUBSCRIBED_STRIPE_EVENTS = [
   ...CREDITING_TYPES,
   "checkout.session.async_payment_failed",
   "checkout.session.expired",
-]);
+  "charge.refunded",
+  "charge.dispute.created",
+  "charge.dispute.closed",
+] as const;
+const HANDLED = new Set<string>(SUBSCRIBED_STRIPE_EVENTS);
 
 /** The fields of a Checkout Session this service relies on. */
 interface CheckoutObject {
@@ -30,77 +54,252 @@ interface CheckoutObject {
   amount_total?: unknown;
   currency?: unknown;
   client_reference_id?: unknown;
+  payment_intent?: unknown;
   metadata?: { accountId?: unknown; topupId?: unknown } | null;
 }
 
+interface ChargeObject {
+  id?: unknown;
+  payment_intent?: unknown;
+  amount_refunded?: unknown;
+}
+
+interface DisputeObject {
+  id?: unknown;
+  payment_intent?: unknown;
+  amount?: unknown;
+  currency?: unknown;
+  status?: unknown;
+}
+
+const str = (v: unknown): string | undefined => (typeof v === "string" && v ? v : undefined);
+const int = (v: unknown): number | undefined =>
+  typeof v === "number" && Number.isInteger(v) ? v : undefined;
+/** Stripe sends ids, or whole objects when expanded. */
+const idOf = (v: unknown): string | undefined =>
+  str(v) ?? (v && typeof v === "object" ? str((v as { id?: unknown }).id) : undefined);
+
+interface EventContext {
+  tx: BillingTransaction;
+  deps: BillingDeps;
+  event: Stripe.Event;
+  payments: PaymentRefunds | undefined;
+}
+
 /**
- * Applies one verified Stripe event. A paid checkout session credits its amount once, keyed by the
- * checkout session id, whichever of `completed` (paid) and `async_payment_succeeded` arrives first and
- * however often either is redelivered. Other types are acknowledged and change nothing.
+ * Applies one verified Stripe event once (its id is recorded in the same transaction): a checkout that
+ * matches a top-up the platform created credits it (settling any shortfall first); refunds and lost
+ * disputes take the credit back; an open dispute blocks starts. Other types are acknowledged.
  */
-export async function applyStripeEvent(deps: BillingDeps, event: Stripe.Event): Promise<StripeEventOutcome> {
-  if (!CHECKOUT_TYPES.has(event.type)) return "ignored_type";
+export async function applyStripeEvent(
+  deps: BillingDeps,
+  event: Stripe.Event,
+  payments?: PaymentRefunds,
+): Promise<StripeEventOutcome> {
+  if (!HANDLED.has(event.type)) return "ignored_type";
   return deps.db.transaction(async (tx) => {
-    const seen = await tx
-      .insert(stripeEventsTable)
-      .values({ eventId: event.id, type: event.type, outcome: "pending" })
-      .onConflictDoNothing()
-      .returning({ eventId: stripeEventsTable.eventId });
-    if (seen.length === 0) return "duplicate_event";
-    const outcome = await applyCheckoutEvent(tx, deps, event);
-    await tx.update(stripeEventsTable).set({ outcome }).where(eq(stripeEventsTable.eventId, event.id));
+    if (!(await recordStripeEvent(tx, event.id, event.type))) return "duplicate_event";
+    const ctx: EventContext = { tx, deps, event, payments };
+    const outcome = await dispatch(ctx);
+    await setStripeEventOutcome(tx, event.id, outcome);
     return outcome;
   });
 }
 
-async function applyCheckoutEvent(
-  tx: BillingTransaction,
-  deps: BillingDeps,
-  event: Stripe.Event,
-): Promise<StripeEventOutcome> {
-  if (!CREDITING_TYPES.has(event.type)) return "ignored_type";
+function dispatch(ctx: EventContext): Promise<StripeEventOutcome> {
+  const { type } = ctx.event;
+  if (CREDITING_TYPES.has(type)) return applyPaidCheckout(ctx);
+  if (type === "charge.refunded") return applyRefund(ctx);
+  if (type === "charge.dispute.created") return applyDisputeOpened(ctx);
+  if (type === "charge.dispute.closed") return applyDisputeClosed(ctx);
+  return Promise.resolve("ignored_type");
+}
+
+async function review(ctx: EventContext, reason: string, fields: Record<string, unknown>) {
+  ctx.deps.logger.error({ stripeEventId: ctx.event.id, reason, ...fields }, "stripe payment held for review");
+  await recordPaymentReview(ctx.tx, {
+    stripeEventId: ctx.event.id,
+    reason,
+    checkoutSessionId: str(fields.checkoutSessionId),
+    accountId: str(fields.accountId),
+    amount: int(fields.amount),
+    currency: str(fields.currency),
+  });
+  return "needs_review" as const;
+}
+
+/** Credited only when account, amount and currency agree with a top-up this service created. */
+async function applyPaidCheckout(ctx: EventContext): Promise<StripeEventOutcome> {
+  const { tx, deps, event } = ctx;
   const session = event.data.object as CheckoutObject;
   if (event.type === "checkout.session.completed" && session.payment_status !== "paid") return "unpaid";
-  const checkoutSessionId = typeof session.id === "string" ? session.id : undefined;
-  const accountId =
-    typeof session.client_reference_id === "string" && session.client_reference_id
-      ? session.client_reference_id
-      : typeof session.metadata?.accountId === "string"
-        ? session.metadata.accountId
-        : undefined;
-  const amount = session.amount_total;
-  if (
-    !checkoutSessionId ||
-    !accountId ||
-    typeof amount !== "number" ||
-    !Number.isInteger(amount) ||
-    amount <= 0
-  ) {
-    deps.logger.error({ eventId: event.id, checkoutSessionId }, "paid checkout session cannot be attributed");
-    return "unattributable";
+  const checkoutSessionId = str(session.id);
+  const accountId = str(session.client_reference_id) ?? str(session.metadata?.accountId);
+  const amount = int(session.amount_total);
+  const currency = str(session.currency)?.toUpperCase();
+  const paymentIntentId = idOf(session.payment_intent);
+  const fields = { checkoutSessionId, accountId, amount, currency };
+  if (!checkoutSessionId) return review(ctx, "checkout without an id", fields);
+  const topup = await lockTopupForCheckout(tx, {
+    topupId: str(session.metadata?.topupId),
+    checkoutSessionId,
+  });
+  if (!topup) return review(ctx, "no top-up was created for this checkout", fields);
+  if (topup.accountId !== accountId || topup.amount !== amount || topup.currency !== currency) {
+    return review(ctx, "checkout does not match its top-up (account, amount or currency)", fields);
   }
-  const wallet = await lockOrCreateWallet(tx, deps, accountId);
-  const currency = typeof session.currency === "string" ? session.currency.toUpperCase() : wallet.currency;
-  if (currency !== wallet.currency) {
-    deps.logger.error(
-      { eventId: event.id, checkoutSessionId, currency },
-      "paid checkout in a foreign currency",
-    );
-    return "currency_mismatch";
-  }
+  if (topup.status === "paid" || topup.status === "refunded_closed_wallet") return "already_credited";
+  const wallet = await lockOrCreateWallet(tx, deps, topup.accountId);
+  if (wallet.status === "closed") return refundToClosedWallet(ctx, topup, paymentIntentId);
+  const settled = Math.min(topup.amount, wallet.shortfall);
   const posted = await postLedgerEntry(tx, wallet, {
     kind: "topup",
     reference: `topup:${checkoutSessionId}`,
-    amount,
-    details: { checkoutSessionId, stripeEventId: event.id, eventType: event.type },
+    amount: topup.amount,
+    shortfallDelta: -settled,
+    details: {
+      checkoutSessionId,
+      paymentId: paymentIntentId ?? checkoutSessionId,
+      shortfallSettled: settled,
+    },
   });
   if (!posted.applied) return "already_credited";
-  await tx
-    .update(topupsTable)
-    .set({ status: "paid", paidAt: deps.now() })
-    .where(and(eq(topupsTable.checkoutSessionId, checkoutSessionId), eq(topupsTable.accountId, accountId)));
+  await updateTopup(tx, topup.id, {
+    status: "paid",
+    paidAt: deps.now(),
+    checkoutSessionId,
+    paymentIntentId: paymentIntentId ?? null,
+  });
   // Money arrived: an unpaid storage period can be settled now rather than at the next storage pass.
   await chargeStoragePeriod(tx, deps, wallet, billingPeriodAt(deps.now()));
-  deps.logger.info({ accountId, checkoutSessionId, amount }, "top-up credited");
+  deps.logger.info({ accountId: topup.accountId, checkoutSessionId, amount, settled }, "top-up credited");
   return "credited";
+}
+
+/**
+ * A payment that reaches a closed wallet goes back through Stripe, inside the transaction: if Stripe
+ * cannot be reached the event is not recorded and Stripe's redelivery tries again (same idempotency key).
+ */
+async function refundToClosedWallet(
+  ctx: EventContext,
+  topup: TopupRow,
+  paymentIntentId: string | undefined,
+): Promise<StripeEventOutcome> {
+  if (!ctx.payments) throw new Error("a payment for a closed wallet needs the payment provider to refund it");
+  if (!paymentIntentId) return review(ctx, "payment for a closed wallet without a payment intent", topup);
+  await ctx.payments.refundPayment({ paymentIntentId, idempotencyKey: `cgs-closed-wallet-${topup.id}` });
+  await updateTopup(ctx.tx, topup.id, { status: "refunded_closed_wallet", paymentIntentId });
+  ctx.deps.logger.warn(
+    { accountId: topup.accountId, topupId: topup.id },
+    "payment to a closed wallet refunded",
+  );
+  return "refunded_closed_wallet";
+}
+
+/**
+ * Takes credit back: from what the wallet can spend (never a running session's hold), the rest becomes
+ * shortfall. The ledger records the whole amount, so ledger sum = balance - shortfall.
+ */
+async function takeBack(
+  tx: BillingTransaction,
+  wallet: WalletRow,
+  kind: LedgerKind,
+  reference: string,
+  amount: number,
+  details: Record<string, unknown>,
+) {
+  const taken = Math.min(amount, Math.max(0, wallet.balance - wallet.held));
+  return postLedgerEntry(tx, wallet, {
+    kind,
+    reference,
+    amount: -amount,
+    shortfallDelta: amount - taken,
+    details: { ...details, shortfall: amount - taken },
+  });
+}
+
+/** charge.refunded carries the cumulative refunded amount: only the part not yet taken back is taken. */
+async function applyRefund(ctx: EventContext): Promise<StripeEventOutcome> {
+  const { tx, deps, event } = ctx;
+  const charge = event.data.object as ChargeObject;
+  const paymentIntentId = idOf(charge.payment_intent);
+  const refunded = int(charge.amount_refunded);
+  const fields = { chargeId: str(charge.id), paymentIntentId, amount: refunded };
+  const topup = paymentIntentId ? await lockTopupByPaymentIntent(tx, paymentIntentId) : undefined;
+  if (!topup || refunded === undefined) return review(ctx, "refund of a payment no top-up knows", fields);
+  if (topup.status !== "paid") return "already_refunded";
+  const target = Math.min(refunded, topup.amount);
+  const due = target - topup.refundedAmount;
+  if (due <= 0) return "already_refunded";
+  const wallet = await lockOrCreateWallet(tx, deps, topup.accountId);
+  await takeBack(tx, wallet, "refund", `refund:${paymentIntentId}:${target}`, due, {
+    paymentId: str(charge.id) ?? paymentIntentId,
+    checkoutSessionId: topup.checkoutSessionId,
+  });
+  await updateTopup(tx, topup.id, { refundedAmount: target });
+  deps.logger.info({ accountId: topup.accountId, paymentIntentId, due }, "refund taken back");
+  return "refund_taken_back";
+}
+
+interface RecordedDispute {
+  disputeId: string;
+  amount: number;
+  status: unknown;
+  topup: TopupRow;
+}
+
+/**
+ * The dispute and the paid top-up it is about, recorded as open unless it already is (on `closed` the
+ * `created` event may have been missed, so the dispute is recorded then and closed either way).
+ */
+async function recordDispute(ctx: EventContext): Promise<RecordedDispute | "needs_review"> {
+  const dispute = ctx.event.data.object as DisputeObject;
+  const disputeId = str(dispute.id);
+  const paymentIntentId = idOf(dispute.payment_intent);
+  const amount = int(dispute.amount);
+  const topup = paymentIntentId ? await lockTopupByPaymentIntent(ctx.tx, paymentIntentId) : undefined;
+  if (!disputeId || !paymentIntentId || amount === undefined || !topup || topup.status !== "paid") {
+    return review(ctx, "dispute of a payment no paid top-up knows", { disputeId, paymentIntentId, amount });
+  }
+  await insertDispute(ctx.tx, {
+    disputeId,
+    accountId: topup.accountId,
+    paymentIntentId,
+    amount,
+    currency: topup.currency,
+    status: "open",
+  });
+  return { disputeId, amount, status: dispute.status, topup };
+}
+
+async function applyDisputeOpened(ctx: EventContext): Promise<StripeEventOutcome> {
+  const recorded = await recordDispute(ctx);
+  if (recorded === "needs_review") return recorded;
+  const { topup, disputeId } = recorded;
+  ctx.deps.logger.warn({ accountId: topup.accountId, disputeId }, "dispute opened: new starts blocked");
+  return "dispute_opened";
+}
+
+/** A lost dispute takes back what the dispute covers (not what refunds already took); a won one unblocks. */
+async function applyDisputeClosed(ctx: EventContext): Promise<StripeEventOutcome> {
+  const { tx, deps } = ctx;
+  const recorded = await recordDispute(ctx);
+  if (recorded === "needs_review") return recorded;
+  const { disputeId, amount, topup } = recorded;
+  const existing = await lockDispute(tx, disputeId);
+  if (existing?.status !== "open") return "already_closed";
+  const lost = recorded.status === "lost";
+  await closeDispute(tx, disputeId, lost ? "lost" : "won", deps.now());
+  if (!lost) return "dispute_won";
+  const due = Math.min(amount, topup.amount - topup.refundedAmount);
+  if (due > 0) {
+    const wallet = await lockOrCreateWallet(tx, deps, topup.accountId);
+    await takeBack(tx, wallet, "dispute_lost", `dispute:${disputeId}`, due, {
+      paymentId: disputeId,
+      checkoutSessionId: topup.checkoutSessionId,
+    });
+    await updateTopup(tx, topup.id, { refundedAmount: topup.refundedAmount + due });
+  }
+  deps.logger.warn({ accountId: topup.accountId, disputeId, due }, "dispute lost: credit taken back");
+  return "dispute_lost";
 }

@@ -2,6 +2,7 @@ import type { Router } from "express";
 import { AppError, getAuth, getPrincipal } from "@cgs/shared";
 import { getStorageBilling } from "../domain/storage-billing";
 import { createTopup, type TopupDeps } from "../domain/topups";
+import { listTransactions, parseCursor, parsePageSize } from "../domain/transactions";
 import { getCreditBalance, readWallet } from "../domain/wallets";
 
 function topupBody(body: unknown): { amount: unknown } {
@@ -39,6 +40,13 @@ export function creditsRoutes(deps: TopupDeps) {
         clientKey: idempotencyKey(req.get("idempotency-key")),
       });
       res.json(checkout);
+    });
+
+    router.get("/credits/transactions", async (req, res) => {
+      const unknown = Object.keys(req.query).find((k) => k !== "cursor" && k !== "limit");
+      if (unknown) throw AppError.validation(unknown, `Unknown query parameter: ${unknown}`);
+      const page = { cursor: parseCursor(req.query.cursor), limit: parsePageSize(req.query.limit) };
+      res.json(await listTransactions(deps, getPrincipal(res).identityUserId, page));
     });
 
     router.get("/billing/storage", async (_req, res) => {

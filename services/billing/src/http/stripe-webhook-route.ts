@@ -3,11 +3,13 @@ import type Stripe from "stripe";
 import { AppError, metrics } from "@cgs/shared";
 import type { BillingDeps } from "../domain/billing-deps";
 import { applyStripeEvent } from "../domain/stripe-events";
+import type { PaymentRefunds } from "../integrations/payment-provider";
 
 export interface StripeWebhookOptions {
   stripe: Stripe;
   webhookSecret: string;
   toleranceSeconds: number;
+  payments: PaymentRefunds;
 }
 
 /**
@@ -36,15 +38,14 @@ export function stripeWebhookRoute(deps: BillingDeps, options: StripeWebhookOpti
         "Stripe-Signature does not match the body, or its timestamp is outside the tolerance",
       );
     }
-    const outcome = await applyStripeEvent(deps, event).catch((err: unknown) => {
+    const outcome = await applyStripeEvent(deps, event, options.payments).catch((err: unknown) => {
       metrics.webhookFailures.labels("processing").inc();
       metrics.webhookDuration.labels("failed").observe((performance.now() - started) / 1000);
       throw err;
     });
     metrics.webhookDuration.labels("applied").observe((performance.now() - started) / 1000);
-    // Paid but not credited: money a player is waiting for, so it counts as a failure too.
-    if (outcome === "unattributable" || outcome === "currency_mismatch")
-      metrics.webhookFailures.labels(outcome).inc();
+    // Paid but not credited (held for review): money a player is waiting for, so it counts as a failure too.
+    if (outcome === "needs_review") metrics.webhookFailures.labels(outcome).inc();
     deps.logger.info({ stripeEventId: event.id, type: event.type, outcome }, "stripe event received");
     res.json({ received: true });
   };

@@ -10,7 +10,7 @@ import {
   type BillingTestService,
 } from "../testing/billing-harness";
 import { createContractChecker } from "@cgs/shared/testing/contract";
-import { checkoutEvent } from "../testing/wallet-fixtures";
+import { checkoutEvent, placeTopup } from "../testing/wallet-fixtures";
 
 const contract = createContractChecker();
 
@@ -44,7 +44,7 @@ describe("POST /api/v1/billing/stripe-webhook", () => {
 
   it("when a paid checkout.session.completed is signed correctly, then 200 {received:true} and the wallet is credited", async () => {
     const accountId = `acct-${randomUUID()}`;
-    const payload = JSON.stringify(checkoutEvent({ accountId, amount: 2_500 }));
+    const payload = JSON.stringify((await placeTopup(svc.deps, accountId, 2_500)).paid);
     const res = await deliver(payload, sign(payload));
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ received: true });
@@ -92,9 +92,9 @@ describe("POST /api/v1/billing/stripe-webhook", () => {
 
   it("when the checkout session is not paid yet, then 200 and nothing is credited; async_payment_succeeded credits it", async () => {
     const accountId = `acct-async-${randomUUID()}`;
-    const checkoutSessionId = `cs_test_${randomUUID()}`;
+    const { checkoutSessionId, topupId } = await placeTopup(svc.deps, accountId, 1_000);
     const unpaid = JSON.stringify(
-      checkoutEvent({ accountId, amount: 1_000, checkoutSessionId, paymentStatus: "unpaid" }),
+      checkoutEvent({ accountId, amount: 1_000, checkoutSessionId, topupId, paymentStatus: "unpaid" }),
     );
     expect((await deliver(unpaid, sign(unpaid))).status).toBe(200);
     expect(await balanceOf(accountId)).toBe(0);
@@ -103,6 +103,7 @@ describe("POST /api/v1/billing/stripe-webhook", () => {
         accountId,
         amount: 1_000,
         checkoutSessionId,
+        topupId,
         type: "checkout.session.async_payment_succeeded",
       }),
     );
@@ -112,13 +113,14 @@ describe("POST /api/v1/billing/stripe-webhook", () => {
 
   it("when async_payment_succeeded arrives before completed(paid), then the session is credited once", async () => {
     const accountId = `acct-order-${randomUUID()}`;
-    const checkoutSessionId = `cs_test_${randomUUID()}`;
-    const late = JSON.stringify(checkoutEvent({ accountId, amount: 700, checkoutSessionId }));
+    const { checkoutSessionId, topupId } = await placeTopup(svc.deps, accountId, 700);
+    const late = JSON.stringify(checkoutEvent({ accountId, amount: 700, checkoutSessionId, topupId }));
     const early = JSON.stringify(
       checkoutEvent({
         accountId,
         amount: 700,
         checkoutSessionId,
+        topupId,
         type: "checkout.session.async_payment_succeeded",
       }),
     );
@@ -143,19 +145,28 @@ describe("POST /api/v1/billing/stripe-webhook", () => {
 
   it("when 1,000 shuffled deliveries of 50 paid sessions (duplicates and both event types) arrive concurrently, then each session credits exactly once", async () => {
     const accountId = `acct-storm-${randomUUID()}`;
-    const sessions = Array.from({ length: 50 }, (_, i) => ({
-      id: `cs_test_storm_${i}_${randomUUID()}`,
-      amount: 500 + i,
-    }));
+    const sessions = await Promise.all(
+      Array.from({ length: 50 }, async (_, i) => {
+        const placed = await placeTopup(svc.deps, accountId, 500 + i);
+        return { id: placed.checkoutSessionId, topupId: placed.topupId, amount: 500 + i };
+      }),
+    );
     const events = sessions.flatMap((s) => [
-      checkoutEvent({ accountId, amount: s.amount, checkoutSessionId: s.id }),
+      checkoutEvent({ accountId, amount: s.amount, checkoutSessionId: s.id, topupId: s.topupId }),
       checkoutEvent({
         accountId,
         amount: s.amount,
         checkoutSessionId: s.id,
+        topupId: s.topupId,
         type: "checkout.session.async_payment_succeeded",
       }),
-      checkoutEvent({ accountId, amount: s.amount, checkoutSessionId: s.id, paymentStatus: "unpaid" }),
+      checkoutEvent({
+        accountId,
+        amount: s.amount,
+        checkoutSessionId: s.id,
+        topupId: s.topupId,
+        paymentStatus: "unpaid",
+      }),
     ]);
     // 150 distinct events, each delivered several times, 1,000 deliveries in random order.
     const deliveries = Array.from({ length: 1_000 }, (_, i) => events[i % events.length]!);

@@ -12,5 +12,7 @@ export function createLocalPaymentProvider(baseUrl: string): PaymentProvider {
       const id = `cs_local_${createHash("sha256").update(request.idempotencyKey).digest("hex").slice(0, 24)}`;
       return Promise.resolve({ id, url: `${baseUrl}/local-checkout/${id}` });
     },
+    // The local stand-in takes no real money, so there is nothing to send back.
+    refundPayment: () => Promise.resolve(),
   };
 }

@@ -15,8 +15,19 @@ export interface CheckoutSession {
   url: string;
 }
 
+export interface RefundRequest {
+  paymentIntentId: string;
+  /** Same key, same refund: a redelivered event never refunds twice. */
+  idempotencyKey: string;
+}
+
+/** Sends a payment back in full (a payment that reached a closed wallet). */
+export interface PaymentRefunds {
+  refundPayment(request: RefundRequest): Promise<void>;
+}
+
 /** Where top-ups are paid: Stripe Checkout in production, a local stand-in for `npm start`. */
-export interface PaymentProvider {
+export interface PaymentProvider extends PaymentRefunds {
   readonly name: "stripe" | "local";
   createCheckoutSession(request: CheckoutRequest): Promise<CheckoutSession>;
 }

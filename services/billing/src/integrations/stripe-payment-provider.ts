@@ -37,5 +37,11 @@ export function createStripePaymentProvider(stripe: Stripe): PaymentProvider {
       if (!session.url) throw AppError.unavailable("The payment provider returned no checkout page", 5);
       return { id: session.id, url: session.url };
     },
+    async refundPayment(request) {
+      await stripe.refunds.create(
+        { payment_intent: request.paymentIntentId, reason: "requested_by_customer" },
+        { idempotencyKey: request.idempotencyKey },
+      );
+    },
   };
 }

@@ -1,7 +1,7 @@
 import type { EventHandlers } from "@cgs/shared";
 import type { BillingDeps } from "../domain/billing-deps";
 import { closeWallet } from "../domain/account-closure";
-import { failMetering, startMetering, stopMetering } from "../domain/metering";
+import { endMetering, startMetering, stopMetering } from "../domain/metering";
 import type { BillingSchema } from "../data/wallet-repository";
 
 /** Events billing consumes from its queue; each runs in the transaction that records the event id. */
@@ -16,20 +16,36 @@ export function billingEventHandlers(deps: BillingDeps): EventHandlers<BillingSc
         startedAt: new Date(event.data.startedAt),
       }),
     "session.stopped": (event, tx) =>
-      stopMetering(
-        tx,
-        deps,
-        {
-          accountId: event.accountId,
-          sessionId: event.data.sessionId,
-          ratePerMinute: event.data.ratePerMinute,
-          currency: event.data.currency,
-          startedAt: new Date(event.data.startedAt),
-        },
-        new Date(event.data.stoppedAt),
-      ),
+      event.data.startedAt
+        ? stopMetering(
+            tx,
+            deps,
+            {
+              accountId: event.accountId,
+              sessionId: event.data.sessionId,
+              ratePerMinute: event.data.ratePerMinute,
+              currency: event.data.currency,
+              startedAt: new Date(event.data.startedAt),
+            },
+            new Date(event.data.stoppedAt),
+          )
+        : endMetering(tx, deps, {
+            accountId: event.accountId,
+            sessionId: event.data.sessionId,
+            startedAt: null,
+            endedAt: new Date(event.data.stoppedAt),
+            ratePerMinute: event.data.ratePerMinute,
+            currency: event.data.currency,
+          }),
     "session.failed": (event, tx) =>
-      failMetering(tx, deps, event.accountId, event.data.sessionId, new Date(event.data.failedAt)),
+      endMetering(tx, deps, {
+        accountId: event.accountId,
+        sessionId: event.data.sessionId,
+        startedAt: event.data.startedAt ? new Date(event.data.startedAt) : null,
+        endedAt: new Date(event.data.failedAt),
+        ratePerMinute: event.data.ratePerMinute,
+        currency: event.data.currency,
+      }),
     "account.purge": (event, tx) => closeWallet(tx, deps, event.data.identityUserId),
   };
 }

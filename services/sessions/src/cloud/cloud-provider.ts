@@ -45,6 +45,8 @@ export interface CloudProvider {
   launchInstance(request: LaunchRequest): Promise<{ instanceId: string }>;
   /** Instances tagged with any of these session ids, found by tag filter in pages (never one call per session). */
   describeInstances(sessionIds: readonly string[]): Promise<DescribeResult>;
+  /** Every instance carrying the platform's tags that is not terminated, in pages (the orphan sweep). */
+  listManagedInstances(): Promise<DescribeResult>;
   /** Idempotent: terminating an instance that is already gone succeeds. */
   terminateInstance(instanceId: string): Promise<void>;
   createVolume(request: CreateVolumeRequest): Promise<{ volumeId: string }>;

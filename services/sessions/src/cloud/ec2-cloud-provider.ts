@@ -8,6 +8,7 @@ import {
   TerminateInstancesCommand,
   type Instance,
   type RunInstancesCommandInput,
+  type Filter,
   type Tag,
   type VolumeType,
 } from "@aws-sdk/client-ec2";
@@ -137,30 +138,46 @@ export class Ec2CloudProvider implements CloudProvider {
   }
 
   async describeInstances(sessionIds: readonly string[]): Promise<DescribeResult> {
-    const instances: CloudInstance[] = [];
-    let calls = 0;
+    const result: DescribeResult = { instances: [], calls: 0 };
     for (let i = 0; i < sessionIds.length; i += FILTER_VALUES_MAX) {
       const values = sessionIds.slice(i, i + FILTER_VALUES_MAX);
-      let nextToken: string | undefined;
-      do {
-        const out = await this.ec2.send(
-          new DescribeInstancesCommand({
-            Filters: [{ Name: `tag:${this.sessionTag}`, Values: [...values] }],
-            MaxResults: this.settings.pageSize,
-            NextToken: nextToken,
-          }),
-        );
-        calls += 1;
-        for (const reservation of out.Reservations ?? []) {
-          for (const instance of reservation.Instances ?? []) {
-            const mapped = this.toCloudInstance(instance);
-            if (mapped) instances.push(mapped);
-          }
-        }
-        nextToken = out.NextToken || undefined;
-      } while (nextToken);
+      await this.describePages([{ Name: `tag:${this.sessionTag}`, Values: [...values] }], result);
     }
-    return { instances, calls };
+    return result;
+  }
+
+  async listManagedInstances(): Promise<DescribeResult> {
+    const result: DescribeResult = { instances: [], calls: 0 };
+    await this.describePages(
+      [
+        { Name: `tag:${this.managedTag}`, Values: ["sessions"] },
+        { Name: "instance-state-name", Values: ["pending", "running", "stopping", "stopped"] },
+      ],
+      result,
+    );
+    return result;
+  }
+
+  /** One DescribeInstances per page of `filters`' matches, following NextToken, into `result`. */
+  private async describePages(filters: Filter[], result: DescribeResult): Promise<void> {
+    let nextToken: string | undefined;
+    do {
+      const out = await this.ec2.send(
+        new DescribeInstancesCommand({
+          Filters: filters,
+          MaxResults: this.settings.pageSize,
+          NextToken: nextToken,
+        }),
+      );
+      result.calls += 1;
+      for (const reservation of out.Reservations ?? []) {
+        for (const instance of reservation.Instances ?? []) {
+          const mapped = this.toCloudInstance(instance);
+          if (mapped) result.instances.push(mapped);
+        }
+      }
+      nextToken = out.NextToken || undefined;
+    } while (nextToken);
   }
 
   private toCloudInstance(instance: Instance): CloudInstance | undefined {

@@ -158,6 +158,15 @@ export class SimulatedCloudProvider implements CloudProvider {
     return Promise.resolve({ instances: found, calls });
   }
 
+  listManagedInstances(): Promise<DescribeResult> {
+    const found = [...this.instances.values()]
+      .filter((i) => !i.terminated && !i.lost)
+      .map((i) => this.toCloudInstance(i));
+    const calls = Math.max(1, Math.ceil(found.length / this.settings.pageSize));
+    this.calls.describe += calls;
+    return Promise.resolve({ instances: found, calls });
+  }
+
   terminateInstance(instanceId: string): Promise<void> {
     this.calls.terminate += 1;
     const instance = this.instances.get(instanceId);

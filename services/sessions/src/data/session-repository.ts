@@ -54,6 +54,16 @@ export async function findSession(db: Executor, id: string): Promise<SessionRow 
   return rows[0];
 }
 
+/** Of these session ids, those whose session is active (starting, running, stopping). */
+export async function findActiveSessionIds(db: Executor, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db
+    .select({ id: sessionsTable.id })
+    .from(sessionsTable)
+    .where(and(inArray(sessionsTable.id, [...ids]), inArray(sessionsTable.state, [...activeStates])));
+  return new Set(rows.map((r) => r.id));
+}
+
 export type NewSession = typeof sessionsTable.$inferInsert;
 
 /** Inserts a starting session; undefined when the account already has an active one (the partial unique index). */

@@ -1,6 +1,7 @@
 import type { EventHandlers } from "@cgs/shared";
 import { requestVolumeDeletion } from "../data/session-repository";
 import type * as schema from "../data/schema";
+import { answerMeteringAudit } from "./metering-audit";
 import { requestStop } from "./stop-session";
 
 /**
@@ -9,9 +10,12 @@ import { requestStop } from "./stop-session";
  */
 export function sessionEventHandlers(queuePrefix: string): EventHandlers<typeof schema> {
   return {
+    // Only the session billing ran out on: a newer one the player has since paid for keeps running.
     "credits.exhausted": async (event, tx) => {
-      await requestStop(tx, event.accountId, "credits_exhausted", queuePrefix);
+      await requestStop(tx, event.accountId, "credits_exhausted", queuePrefix, event.data.sessionId);
     },
+    "metering.audit": (event, tx) =>
+      answerMeteringAudit(tx, event.accountId, event.data.sessionIds, queuePrefix),
     "account.purge": async (event, tx) => {
       await requestStop(tx, event.data.identityUserId, "account_purged", queuePrefix);
       await requestVolumeDeletion(tx, event.data.identityUserId);

@@ -5,12 +5,13 @@ import {
   claimActiveSessions,
   deleteVolumeRow,
   findActiveSession,
+  findActiveSessionIds,
   releaseLeases,
   updateSessionIf,
   volumesPendingDeletion,
 } from "../data/session-repository";
 import type { SessionRow } from "../data/session-tables";
-import { publishSessionFailed } from "./session-events";
+import { publishSessionFailed, publishSessionStarted } from "./session-events";
 import type { SessionsDomainDeps } from "./session-deps";
 
 export interface ReconcilerSettings {
@@ -165,13 +166,18 @@ export class Reconciler {
       }
       // Probing before the write lets a host that is already up go straight to ready in one update.
       const ready = instance.privateIp ? await this.deps.streamingHost.isReady(instance.privateIp) : false;
-      const running = await updateSessionIf(this.deps.db, row.id, "starting", {
-        state: "running",
-        publicIp: instance.publicIp,
-        privateNetIp: instance.privateIp,
-        volumeAttached: row.volumeId ? true : row.volumeAttached,
-        runningAt: new Date(),
-        ready,
+      const running = await this.deps.db.transaction(async (tx) => {
+        const updated = await updateSessionIf(tx, row.id, "starting", {
+          state: "running",
+          publicIp: instance.publicIp,
+          privateNetIp: instance.privateIp,
+          volumeAttached: row.volumeId ? true : row.volumeAttached,
+          runningAt: new Date(),
+          ready,
+        });
+        // Billing meters from here: the instance is running.
+        if (updated) await publishSessionStarted(tx, updated, this.deps.config.QUEUE_NAME_PREFIX);
+        return updated;
       });
       if (!running) return { calls };
       return { transition: ready ? "ready" : "running", calls };
@@ -218,6 +224,35 @@ export class Reconciler {
       endedAt: new Date(),
     });
     return updated ? "stopped" : undefined;
+  }
+
+  /**
+   * Instances carrying the platform's tags with no active session are terminated: a launch whose response
+   * was lost (the start gave up and deleted its session) or whose database write failed. No race with a
+   * start in flight: its session row is committed before its instance is launched.
+   */
+  async sweepOrphans(): Promise<{ terminated: string[]; calls: number }> {
+    const { cloud, db, logger } = this.deps;
+    const listed = await cloud.listManagedInstances();
+    const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+    const ids = [...new Set(listed.instances.map((i) => i.sessionId).filter((id) => UUID.test(id)))];
+    const live = new Set<string>();
+    for (let i = 0; i < ids.length; i += 500) {
+      for (const id of await findActiveSessionIds(db, ids.slice(i, i + 500))) live.add(id);
+    }
+    const terminated: string[] = [];
+    let calls = listed.calls;
+    for (const instance of listed.instances) {
+      if (live.has(instance.sessionId)) continue;
+      calls += 1;
+      await cloud.terminateInstance(instance.instanceId);
+      terminated.push(instance.instanceId);
+      logger.warn(
+        { instanceId: instance.instanceId, sessionId: instance.sessionId },
+        "orphan instance terminated",
+      );
+    }
+    return { terminated, calls };
   }
 
   /** Volumes of purged accounts, deleted once the account has no session using them. */

@@ -14,7 +14,7 @@ import {
   updateSessionIf,
 } from "../data/session-repository";
 import type { SessionRow, VolumeRow } from "../data/session-tables";
-import { publishSessionStarted } from "./session-events";
+import { publishSessionFailed } from "./session-events";
 import type { SessionsDomainDeps } from "./session-deps";
 import { toSessionStatus, type SessionStatus } from "./session-status";
 
@@ -94,12 +94,14 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
     if (!result.authorized) throw new AppError("INSUFFICIENT_CREDITS", result.message);
     authorization = result.authorization;
   } catch (err) {
-    await deleteSession(db, session.id);
+    // A refusal placed no hold; a lost answer may have placed one, which billing gives back on session.failed.
+    if (err instanceof AppError && err.status < 500) await deleteSession(db, session.id);
+    else await abandonStart(deps, session);
     throw err;
   }
 
   const abandon = async () => {
-    await deleteSession(db, session.id);
+    await abandonStart(deps, session);
     await billing
       .releaseAuthorization(input.accessToken, authorization.authorizationId)
       .catch((err: unknown) => {
@@ -131,15 +133,12 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
     throw AppError.unavailable("The cloud provider could not launch an instance, try again shortly");
   }
 
-  const started = await db.transaction(async (tx) => {
-    const row = await updateSessionIf(tx, session.id, "starting", {
-      instanceId,
-      volumeId: volume.volumeId,
-      authorizationId: authorization.authorizationId,
-      startedAt: new Date(),
-    });
-    if (row) await publishSessionStarted(tx, row, config.QUEUE_NAME_PREFIX);
-    return row;
+  // Metering starts when the reconciler sees the instance running (session.started), not here.
+  const started = await updateSessionIf(db, session.id, "starting", {
+    instanceId,
+    volumeId: volume.volumeId,
+    authorizationId: authorization.authorizationId,
+    startedAt: new Date(),
   });
   if (started) return toSessionStatus(started);
   return settleStoppedDuringLaunch(
@@ -149,6 +148,18 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
     input.accessToken,
     authorization.authorizationId,
   );
+}
+
+/**
+ * The start gave up after billing may have placed a hold: the row goes, and session.failed (never ran)
+ * in the same transaction tells billing to give the hold for this session back at once.
+ */
+async function abandonStart(deps: SessionsDomainDeps, session: SessionRow): Promise<void> {
+  await deps.db.transaction(async (tx) => {
+    await deleteSession(tx, session.id);
+    const ended = { ...session, runningAt: null, endedAt: new Date(), message: "The start did not complete" };
+    await publishSessionFailed(tx, ended, "start_failed", deps.config.QUEUE_NAME_PREFIX);
+  });
 }
 
 /** The session was stopped (user, credits, purge) while its instance was being launched: undo the launch. */

@@ -8,16 +8,19 @@ import { toSessionStatus, type SessionStatus } from "./session-status";
 export type StopReason = "user" | "credits_exhausted" | "idle_timeout" | "account_purged";
 
 /**
- * Moves the account's active session to stopping inside `tx` and, when it was metered, writes
- * session.stopped (metering ends now). Already stopping: unchanged. No active session: undefined.
+ * Moves the account's active session to stopping inside `tx` and writes session.stopped (metering ends
+ * now; a session that never ran gets its hold back). Already stopping: unchanged. No active session, or
+ * `onlySessionId` names another one: undefined.
  */
 export async function requestStop(
   tx: SessionsTx,
   accountId: string,
   reason: StopReason,
   queuePrefix: string,
+  onlySessionId?: string,
 ): Promise<SessionRow | undefined> {
   const active = await findActiveSession(tx, accountId, { forUpdate: true });
+  if (onlySessionId !== undefined && active?.id !== onlySessionId) return undefined;
   if (!active || active.state === "stopping") return active;
   const row = await updateSessionIf(tx, active.id, active.state, {
     state: "stopping",
@@ -25,7 +28,7 @@ export async function requestStop(
     stoppedAt: new Date(),
     stopReason: reason,
   });
-  if (row?.startedAt) await publishSessionStopped(tx, row, queuePrefix);
+  if (row) await publishSessionStopped(tx, row, queuePrefix);
   return row;
 }
 

@@ -16,6 +16,8 @@ export interface BillingStandIn extends HttpStandIn {
   holds: StandInHold[];
   /** While set, every call answers 503 (billing down). */
   down: boolean;
+  /** While set, a start authorization is placed but its answer is lost (503 after the hold exists). */
+  loseAuthorizationAnswers: boolean;
 }
 
 /**
@@ -32,7 +34,7 @@ export async function startBillingStandIn(options: {
   const balances = new Map<string, number>();
   const holds: StandInHold[] = [];
   const storage = options.storage ?? { tier: "basic", sizeGb: 100 };
-  const state = { down: false };
+  const state = { down: false, loseAuthorizationAnswers: false };
   const server = await startJsonServer(async (req) => {
     if (state.down) return { status: 503, body: { error: "UNAVAILABLE", message: "billing is down" } };
     let accountId: string;
@@ -65,6 +67,9 @@ export async function startBillingStandIn(options: {
         released: false,
       };
       holds.push(hold);
+      if (state.loseAuthorizationAnswers) {
+        return { status: 503, body: { error: "UNAVAILABLE", message: "the answer was lost" } };
+      }
       return { status: 200, body: { authorizationId: hold.authorizationId, holdAmount, storage } };
     }
     const release = /^\/internal\/v1\/start-authorizations\/([^/]+)\/release$/.exec(req.path);
@@ -85,6 +90,12 @@ export async function startBillingStandIn(options: {
     },
     set down(value: boolean) {
       state.down = value;
+    },
+    get loseAuthorizationAnswers() {
+      return state.loseAuthorizationAnswers;
+    },
+    set loseAuthorizationAnswers(value: boolean) {
+      state.loseAuthorizationAnswers = value;
     },
   };
 }
