@@ -1,4 +1,4 @@
-import express, { type Express } from "express";
+import express, { type Express, type RequestHandler } from "express";
 import type { Logger } from "pino";
 import { errorHandler, notFoundHandler } from "../errors";
 import { healthRoutes, type ReadinessCheck } from "./health-routes";
@@ -11,6 +11,8 @@ export interface BaseAppOptions {
   jsonLimit?: string | number | false;
   /** Express "trust proxy" setting; loopback by default. */
   trustProxy?: boolean | number | string | string[];
+  /** Runs before /healthz and /readyz, e.g. to hide the readiness probe from the public origin. */
+  beforeProbes?: RequestHandler;
 }
 
 /**
@@ -22,12 +24,14 @@ export function createBaseApp({
   readiness = [],
   jsonLimit = "100kb",
   trustProxy = "loopback",
+  beforeProbes,
 }: BaseAppOptions): Express {
   const app = express();
   app.disable("x-powered-by");
   app.set("trust proxy", trustProxy);
   app.set("query parser", "simple");
   app.use(loggingMiddleware(logger));
+  if (beforeProbes) app.use(beforeProbes);
   app.use(healthRoutes(readiness));
   if (jsonLimit !== false) app.use(express.json({ limit: jsonLimit }));
   return app;

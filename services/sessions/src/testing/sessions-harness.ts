@@ -14,7 +14,12 @@ import {
 } from "@cgs/shared";
 import type { DatabaseKind } from "@cgs/shared";
 import { openTestDatabase, type OpenedTestDatabase } from "@cgs/shared/testing/db";
-import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
+import {
+  startTestIdentityProvider,
+  TEST_ALLOWED_AZP,
+  TEST_ALLOWED_AZP_ENV,
+  type TestIdentityProvider,
+} from "@cgs/shared/testing/tokens";
 import { createApp as createGatewayApp } from "../../../../gateway/src/app";
 import { loadGatewayConfig } from "../../../../gateway/src/config";
 import { closedPortUrl, gatewayTestEnv } from "../../../../gateway/src/testing/gateway-harness";
@@ -112,6 +117,7 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
   const verifierSettings = {
     OIDC_ISSUER: idp.issuer,
     OIDC_AUDIENCE: idp.audience,
+    OIDC_ALLOWED_AZP: TEST_ALLOWED_AZP_ENV,
     OIDC_JWKS_URL: idp.jwksUrl,
     OIDC_JWKS_COOLDOWN_MS: "0",
   };
@@ -119,6 +125,7 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
     issuer: idp.issuer,
     audience: idp.audience,
     jwksUrl: idp.jwksUrl,
+    allowedAzp: TEST_ALLOWED_AZP,
     clockToleranceSeconds: 5,
     jwksCooldownMs: 0,
   });
