@@ -79,8 +79,11 @@ export function createApp(deps: GatewayDeps): Express {
       webhook: config.RATE_LIMIT_WEBHOOK,
       resetEmail: config.RATE_LIMIT_RESET_EMAIL,
       resetEmailWindowMs: config.RATE_LIMIT_RESET_EMAIL_WINDOW_MS,
+      replicas: config.GATEWAY_REPLICAS,
+      redisTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS,
     },
     deps.redis,
+    logger,
   );
   const forward = createUpstreamProxy({
     agent: deps.upstreamAgent ?? new http.Agent({ keepAlive: true, maxSockets: config.UPSTREAM_MAX_SOCKETS }),

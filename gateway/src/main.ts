@@ -28,13 +28,19 @@ async function main(): Promise<void> {
     base: { version: config.APP_VERSION },
   });
 
-  // disableOfflineQueue: while Redis is down, limiter calls fail at once (and pass) instead of queueing.
+  // disableOfflineQueue: while Redis is down, limiter calls fail at once (and count locally) instead of queueing.
   const redis = config.REDIS_URL
-    ? createClient({ url: config.REDIS_URL, disableOfflineQueue: true })
+    ? createClient({
+        url: config.REDIS_URL,
+        disableOfflineQueue: true,
+        socket: { connectTimeout: 2_000 },
+        pingInterval: 5_000,
+      })
     : undefined;
   if (redis) {
     redis.on("error", (err: unknown) => logger.warn({ err }, "redis error"));
-    await redis.connect();
+    // Not awaited: the gateway starts and serves (with per-replica limits) while Redis is still unreachable.
+    redis.connect().catch((err: unknown) => logger.warn({ err }, "redis connect failed"));
   }
   const upstreamAgent = new http.Agent({ keepAlive: true, maxSockets: config.UPSTREAM_MAX_SOCKETS });
 
@@ -52,7 +58,12 @@ async function main(): Promise<void> {
     shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
     // Above typical load-balancer idle timeouts (60 s) so the LB never reuses a socket we just closed.
     keepAliveTimeoutMs: 65_000,
-    onClose: [() => upstreamAgent.destroy(), async () => redis && (await redis.quit())],
+    onClose: [
+      () => upstreamAgent.destroy(),
+      async () => {
+        if (redis?.isOpen) await redis.quit().catch(() => undefined);
+      },
+    ],
   });
   stopOnSignals(running, logger);
 }
