@@ -88,7 +88,10 @@ describe("sessions lifecycle through the gateway", () => {
     const vpn = await h.call(acct, "POST", "/api/v1/sessions/vpn-key");
     expect(vpn.status).toBe(200);
     expect(vpn.body.key).toMatch(/^tskey-auth-/);
-    expect(h.privateNetwork.requests.at(-1)).toMatchObject({ tags: ["tag:cgs-client"], expirySeconds: 600 });
+    expect(h.privateNetwork.requests.at(-1)).toMatchObject({
+      tags: ["tag:cgs-client", expect.stringMatching(/^tag:cgs-acct-[0-9a-f]{16}$/)],
+      expirySeconds: 600,
+    });
 
     const stop = await h.call(acct, "POST", "/api/v1/sessions/stop");
     expect(stop.status).toBe(200);

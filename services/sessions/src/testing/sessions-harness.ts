@@ -27,13 +27,16 @@ import { createApp, type SessionsContext } from "../app";
 import { createAccountsClient } from "../clients/accounts-client";
 import { createBillingClient } from "../clients/billing-client";
 import { SimulatedPrivateNetwork } from "../cloud/private-network";
+import { withStreamingCredentials } from "../cloud/credential-issuing-cloud";
 import { SimulatedCloudProvider } from "../cloud/simulated-cloud-provider";
 import { SimulatedStreamingHost } from "../cloud/streaming-host";
 import { reconcilerFor, startSessionsWorkers } from "../composition";
 import { sessionsConfigSchema, type SessionsConfig } from "../config";
 import * as schema from "../data/schema";
+import { StreamingCredentialRepository } from "../data/streaming-credential-repository";
 import type { Reconciler } from "../domain/reconciler";
 import type { SessionsDomainDeps } from "../domain/session-deps";
+import { LOCAL_STREAMING_CREDENTIALS_KEY, StreamingCredentialVault } from "../domain/streaming-credentials";
 import { startAccountsStandIn, type AccountsStandIn } from "./accounts-stand-in";
 import { startBillingStandIn, type BillingStandIn } from "./billing-stand-in";
 
@@ -58,6 +61,8 @@ export interface SessionsHarness {
   accounts: AccountsStandIn;
   cloud: SimulatedCloudProvider;
   streamingHost: SimulatedStreamingHost;
+  /** Per-instance streaming-host credentials (sealed in the sessions database). */
+  vault: StreamingCredentialVault;
   privateNetwork: SimulatedPrivateNetwork;
   database: OpenedTestDatabase<typeof schema>;
   config: SessionsConfig;
@@ -162,10 +167,18 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
     bootDelayMs: options.bootDelayMs ?? 0,
     pageSize: config.SIMULATOR_PAGE_SIZE,
   });
-  const streamingHost = new SimulatedStreamingHost({ readyDelayMs: options.hostReadyDelayMs ?? 0 });
-  const privateNetwork = new SimulatedPrivateNetwork();
+  const vault = new StreamingCredentialVault(
+    new StreamingCredentialRepository(database.db),
+    LOCAL_STREAMING_CREDENTIALS_KEY,
+  );
+  const streamingHost = new SimulatedStreamingHost({
+    readyDelayMs: options.hostReadyDelayMs ?? 0,
+    credentials: (sessionId) => vault.forSession(sessionId),
+    installed: (ip) => cloud.installedCredentials(ip),
+  });
+  const privateNetwork = new SimulatedPrivateNetwork((ip) => cloud.hostTags(ip));
   const adapters = {
-    cloud,
+    cloud: withStreamingCredentials(cloud, vault),
     streamingHost,
     privateNetwork,
     accounts: createAccountsClient({
@@ -237,6 +250,7 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
     accounts,
     cloud,
     streamingHost,
+    vault,
     privateNetwork,
     database,
     config,
