@@ -1,8 +1,4 @@
-import path from "node:path";
-import pino from "pino";
-import { createJwtVerifier, loadConfig, oidcSettings, startServer, type RunningServer } from "@cgs/shared";
 import { startCuttableProxy, type CuttableProxy } from "@cgs/shared/testing/cuttable-proxy";
-import { openTestDatabase, type OpenedTestDatabase } from "@cgs/shared/testing/db";
 import {
   createTestUser,
   keycloakTestSettings,
@@ -15,9 +11,10 @@ import {
   TEST_ALLOWED_AZP_ENV,
   type TestIdentityProvider,
 } from "@cgs/shared/testing/tokens";
-import { createApp as createAccountsApp } from "../../../services/accounts/src/app";
-import { accountsConfigSchema } from "../../../services/accounts/src/config";
-import * as accountsSchema from "../../../services/accounts/src/data/schema";
+import {
+  startTestAccounts,
+  type TestAccountsServer,
+} from "../../../services/accounts/src/testing/accounts-server";
 import { startTestGateway, type TestGateway } from "../testing/gateway-harness";
 
 // Fault: the identity provider unreachable. The real Keycloak (shared peer, never stopped) sits behind a TCP
@@ -31,8 +28,7 @@ let proxy: CuttableProxy;
 let forger: TestIdentityProvider;
 let user: TestUser;
 let gw: TestGateway;
-let accounts: RunningServer;
-let accountsDb: OpenedTestDatabase<typeof accountsSchema>;
+let accounts: TestAccountsServer;
 
 beforeAll(async () => {
   const keycloak = new URL(keycloakTestSettings.baseUrl);
@@ -47,29 +43,14 @@ beforeAll(async () => {
   };
   forger = await startTestIdentityProvider();
   gw = await startTestGateway(forger, { env });
-  accountsDb = await openTestDatabase("pglite", "faults_idp_accounts", {
-    schema: accountsSchema,
-    migrationsFolder: path.join(__dirname, "../../../services/accounts/drizzle"),
-  });
-  const accountsConfig = loadConfig(accountsConfigSchema, env);
-  const logger = pino({ level: "silent" });
-  accounts = await startServer(
-    createAccountsApp({
-      config: accountsConfig,
-      logger,
-      database: accountsDb,
-      verifier: createJwtVerifier(oidcSettings(accountsConfig)),
-    }),
-    { port: 0, logger, shutdownGraceMs: 500 },
-  );
+  accounts = await startTestAccounts({ db: "pglite", name: "faults_idp_accounts", env });
   user = await createTestUser(uniqueEmail("idp-outage"), { password: PASSWORD });
 });
 
 afterAll(async () => {
   await proxy?.close();
   await gw?.close();
-  await accounts?.stop();
-  await accountsDb?.destroy();
+  await accounts?.close();
   await user?.remove();
   await forger?.close();
 });

@@ -2,7 +2,7 @@ import { eq } from "drizzle-orm";
 import { outboxTable, type AnyEvent } from "@cgs/shared";
 import { pairingPinsTable, sessionsTable } from "./data/session-tables";
 import { sweepIdleSessions } from "./domain/idle-sweep";
-import { startSessionsHarness, type SessionsHarness } from "./testing/sessions-harness";
+import { startRunningSession, startSessionsHarness, type SessionsHarness } from "./testing/sessions-harness";
 
 let h: SessionsHarness;
 let n = 0;
@@ -37,14 +37,7 @@ async function outboxEvents(accountId: string) {
   return rows.map((r) => r.payload as AnyEvent).filter((p) => p.accountId === accountId);
 }
 
-async function startRunning(accountId: string) {
-  const start = await h.call(accountId, "POST", "/api/v1/sessions/start");
-  expect(start.status).toBe(200);
-  await h.reconciler.tick();
-  const poll = await h.call(accountId, "GET", "/api/v1/sessions/poll");
-  expect(poll.body).toMatchObject({ state: "running", ready: true });
-  return poll.body as { instanceId: string; privateNetIp: string };
-}
+const startRunning = (accountId: string) => startRunningSession(h, accountId);
 
 describe("sessions lifecycle through the gateway", () => {
   it("when an account with credits goes through start, poll, pair, connect, vpn-key and stop, then each step answers its documented shape and state", async () => {

@@ -2,7 +2,7 @@ import { and, eq } from "drizzle-orm";
 import { sessionsTable } from "./data/session-tables";
 import { streamingCredentialsTable } from "./data/streaming-credential-tables";
 import { accountNetworkTag } from "./cloud/private-network";
-import { startSessionsHarness, type SessionsHarness } from "./testing/sessions-harness";
+import { startRunningSession, startSessionsHarness, type SessionsHarness } from "./testing/sessions-harness";
 
 // One player, one host: per-instance streaming-host credentials, sealed at rest and never in an API answer,
 // and private-network keys that reach only their own account's instance.
@@ -17,16 +17,12 @@ afterAll(() => h.close());
 afterEach(() => expect(h.contractViolations).toEqual([]));
 
 async function startRunning(accountId: string) {
-  const start = await h.call(accountId, "POST", "/api/v1/sessions/start");
-  expect(start.status).toBe(200);
-  await h.reconciler.tick();
-  const poll = await h.call(accountId, "GET", "/api/v1/sessions/poll");
-  expect(poll.body).toMatchObject({ state: "running", ready: true });
+  const running = await startRunningSession(h, accountId);
   const [row] = await h.database.db
     .select({ id: sessionsTable.id })
     .from(sessionsTable)
     .where(and(eq(sessionsTable.accountId, accountId), eq(sessionsTable.state, "running")));
-  return { ...(poll.body as { privateNetIp: string }), sessionId: row!.id };
+  return { ...running, sessionId: row!.id };
 }
 
 describe("one player, one host", () => {

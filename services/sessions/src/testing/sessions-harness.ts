@@ -279,3 +279,18 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
     },
   };
 }
+
+/** Starts a session for the account through the gateway and ticks the reconciler until it is running and ready. */
+export async function startRunningSession(
+  h: SessionsHarness,
+  accountId: string,
+): Promise<{ instanceId: string; privateNetIp: string }> {
+  const start = await h.call(accountId, "POST", "/api/v1/sessions/start");
+  if (start.status !== 200) throw new Error(`start answered ${start.status}: ${JSON.stringify(start.body)}`);
+  await h.reconciler.tick();
+  const poll = await h.call(accountId, "GET", "/api/v1/sessions/poll");
+  if (poll.body?.state !== "running" || poll.body?.ready !== true) {
+    throw new Error(`session not running and ready: ${JSON.stringify(poll.body)}`);
+  }
+  return poll.body as { instanceId: string; privateNetIp: string };
+}
