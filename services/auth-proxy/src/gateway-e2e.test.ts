@@ -3,6 +3,7 @@ import pino from "pino";
 import { createJwtVerifier, oidcSettings, startServer, type RunningServer } from "@cgs/shared";
 import { createTestUser, passwordGrant, uniqueEmail, type TestUser } from "@cgs/shared/testing/keycloak";
 import { waitForMail } from "@cgs/shared/testing/mail";
+import { TEST_ALLOWED_AZP_ENV } from "@cgs/shared/testing/tokens";
 import { createApp as createGatewayApp } from "../../../gateway/src/app";
 import { loadGatewayConfig } from "../../../gateway/src/config";
 import { closedPortUrl } from "../../../gateway/src/testing/gateway-harness";
@@ -26,6 +27,7 @@ async function startGateway(env: Record<string, string> = {}): Promise<RunningSe
     LOG_LEVEL: "silent",
     PORT: "0",
     OIDC_ISSUER: ISSUER,
+    OIDC_ALLOWED_AZP: TEST_ALLOWED_AZP_ENV,
     PUBLIC_BASE_URL: "http://127.0.0.1:8080",
     ACCOUNTS_URL: accounts.url,
     AUTH_PROXY_URL: authProxy.url,
@@ -48,7 +50,11 @@ async function startGateway(env: Record<string, string> = {}): Promise<RunningSe
 }
 
 beforeAll(async () => {
-  accounts = await startTestAccounts({ db: "postgres", name: "e2e_accounts", env: { OIDC_ISSUER: ISSUER } });
+  accounts = await startTestAccounts({
+    db: "postgres",
+    name: "e2e_accounts",
+    env: { OIDC_ISSUER: ISSUER, OIDC_ALLOWED_AZP: TEST_ALLOWED_AZP_ENV },
+  });
   authProxy = await startAuthProxy();
 }, 60_000);
 
