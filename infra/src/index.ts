@@ -217,6 +217,7 @@ const platform = new PlatformRelease("platform", {
           queueUrls,
           imageTag: cfg.imageTag,
           trustedProxyCidrs: network.publicSubnetCidrs,
+          gatewayReplicas: cfg.workloads.replicas.gateway,
           streaming: {
             launchTemplateId: fleet.launchTemplateId,
             subnetId: network.publicSubnetIds[0] as pulumi.Output<string>,

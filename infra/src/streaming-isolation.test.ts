@@ -1,4 +1,5 @@
 import { ofType, runStack, type StackRun } from "./testing/stack-harness";
+import { platformValues } from "./testing/stack-invariants";
 import { accountRules, tailnetPolicy, type TailnetPolicy } from "./tailnet-policy";
 
 // One player, one host, as the infrastructure states it: the prod stack through Pulumi mocks.
@@ -49,6 +50,14 @@ describe("streaming fleet network rules", () => {
     const body = JSON.parse(typeof raw === "string" ? raw : raw.value) as Record<string, string>;
     expect(Object.keys(body).sort()).toEqual(["pinHashSecret", "streamingCredentialsKey", "tailscaleApiKey"]);
     expect(Buffer.from(body.streamingCredentialsKey!, "base64")).toHaveLength(32);
+  });
+});
+
+describe("gateway rate limits while Redis is down", () => {
+  it("when the stack is built, then the gateway knows its replica floor so each replica's fallback share is limit / replicas", () => {
+    const values = platformValues(run);
+    const gateway = values.services.gateway;
+    expect(gateway?.env?.GATEWAY_REPLICAS).toBe(String(gateway?.replicas));
   });
 });
 
