@@ -93,6 +93,17 @@ describe("settings", () => {
     expect(empty.body).toEqual(second.body);
   });
 
+  it("when an account saved the removed lowBalanceEmail preference, then reads no longer show it", async () => {
+    const { sub, header } = await bearer();
+    await database.db
+      .insert(schema.accountsTable)
+      .values({ identityUserId: sub, preferences: { fps: 30, lowBalanceEmail: false } as never });
+    const res = await request(app).get("/api/v1/settings").set("Authorization", header);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ ...DEFAULT_PREFERENCES, fps: 30 });
+    contract.assertResponse("GET", "/api/v1/settings", 200, res.body);
+  });
+
   const badInputs: [string, unknown, string][] = [
     ["fps outside the allowed values", { fps: 45 }, "fps"],
     ["fps as a string", { fps: "60" }, "fps"],
