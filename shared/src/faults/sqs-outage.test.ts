@@ -7,13 +7,7 @@ import { enqueueEvent } from "../queue/outbox";
 import { startOutboxRelay } from "../queue/outbox-relay";
 import { startCuttableProxy, type CuttableProxy } from "../testing/cuttable-proxy";
 import { openTestDatabase, type OpenedTestDatabase } from "../testing/db";
-import {
-  createTestQueue,
-  createTestSqsClient,
-  drainQueue,
-  waitUntil,
-  type TestQueue,
-} from "../testing/queue";
+import * as sqsTesting from "../testing/queue";
 import { testMigrationsFolder } from "../testing/test-migrations";
 import { testSchema } from "../testing/test-schema";
 
@@ -25,8 +19,8 @@ const OUTAGE_MS = 8_000;
 
 let proxy: CuttableProxy;
 let database: OpenedTestDatabase<typeof testSchema>;
-let queue: TestQueue;
-const direct = createTestSqsClient();
+let queue: sqsTesting.TestQueue;
+const direct = sqsTesting.createTestSqsClient();
 
 beforeAll(async () => {
   const moto = new URL(process.env.SQS_ENDPOINT || process.env.AWS_ENDPOINT_URL || "http://127.0.0.1:5000");
@@ -35,7 +29,7 @@ beforeAll(async () => {
     schema: testSchema,
     migrationsFolder: testMigrationsFolder,
   });
-  queue = await createTestQueue(direct, "faults-sqs");
+  queue = await sqsTesting.createTestQueue(direct, "faults-sqs");
 });
 
 afterAll(async () => {
@@ -50,6 +44,12 @@ function event(n: number): EventEnvelope<"account.purge"> {
     requestedAt: new Date().toISOString(),
   });
 }
+
+/** The outbox rows of these events. */
+const rowsOf = (events: EventEnvelope[]) => {
+  const ids = events.map((e) => e.id);
+  return database.db.select().from(outboxTable).where(inArray(outboxTable.eventId, ids));
+};
 
 describe("fault: SQS unreachable", () => {
   it("when SQS is cut off, then state changes keep committing, their events wait in the outbox, and all arrive once each when it returns", async () => {
@@ -84,31 +84,15 @@ describe("fault: SQS unreachable", () => {
         events.push(e);
         await new Promise((r) => setTimeout(r, 200));
       }
-      const waiting = await database.db
-        .select()
-        .from(outboxTable)
-        .where(
-          inArray(
-            outboxTable.eventId,
-            events.map((e) => e.id),
-          ),
-        );
+      const waiting = await rowsOf(events);
       expect(waiting).toHaveLength(events.length);
       expect(waiting.every((r) => r.sentAt === null)).toBe(true);
       expect(waiting.some((r) => r.attempts > 0)).toBe(true);
 
       await proxy.restore();
-      await waitUntil(
+      await sqsTesting.waitUntil(
         async () => {
-          const rows = await database.db
-            .select()
-            .from(outboxTable)
-            .where(
-              inArray(
-                outboxTable.eventId,
-                events.map((e) => e.id),
-              ),
-            );
+          const rows = await rowsOf(events);
           return rows.every((r) => r.sentAt !== null);
         },
         { timeoutMs: 30_000, description: "every waiting event sent after SQS returns" },
@@ -118,7 +102,7 @@ describe("fault: SQS unreachable", () => {
       await relay.stop();
       throughProxy.destroy();
     }
-    const received = (await drainQueue(direct, queue.queueUrl)).map(
+    const received = (await sqsTesting.drainQueue(direct, queue.queueUrl)).map(
       (m) => (JSON.parse(m.Body ?? "") as { id: string }).id,
     );
     expect(received.sort()).toEqual(events.map((e) => e.id).sort());

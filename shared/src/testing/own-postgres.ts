@@ -1,11 +1,10 @@
 import { execFile, execFileSync } from "node:child_process";
 import { mkdtemp, rm, chmod } from "node:fs/promises";
 import { chownSync } from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import type { AddressInfo } from "node:net";
 import { promisify } from "node:util";
+import { freePort } from "./ports";
 
 const run = promisify(execFile);
 
@@ -26,14 +25,6 @@ function binDir(): string {
   } catch {
     return "/usr/lib/postgresql/15/bin";
   }
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 export async function startOwnPostgres(): Promise<OwnPostgres> {

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
-import type { AddressInfo } from "node:net";
+import { freePort } from "./ports";
 
 /** A redis-server of the test's own on a free port, so a fault test can stop, hang or kill it without touching the shared peer. */
 export interface OwnRedis {
@@ -15,14 +15,6 @@ export interface OwnRedis {
   /** Starts a fresh redis-server on the same port (empty: it keeps nothing on disk). */
   restart(): Promise<void>;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 async function answersPing(port: number): Promise<boolean> {
