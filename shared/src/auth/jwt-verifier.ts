@@ -97,8 +97,14 @@ function cachedJwks(url: string, cooldownMs: number, maxAgeMs: number, timeoutMs
   };
 
   return async (header, token) => {
-    if (!keys) await refresh();
-    else if (Date.now() - fetchedAt > maxAgeMs) await refresh().catch(() => undefined);
+    const now = Date.now();
+    if (!keys) {
+      if (lastFailed && now - lastAttempt < cooldownMs) throw new JwksUnavailable("JWKS unreachable");
+      await refresh();
+    } else if (now - fetchedAt > maxAgeMs && now - lastAttempt >= cooldownMs) {
+      // Stale-while-revalidate: this request uses the keys it has; a failed refresh keeps them (stale-while-error).
+      void refresh().catch(() => undefined);
+    }
     try {
       return await keys!(header, token);
     } catch (err) {
