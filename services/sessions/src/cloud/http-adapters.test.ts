@@ -94,6 +94,27 @@ describe("TailscalePrivateNetwork over HTTP", () => {
     }
   });
 
+  it("when an account's live keys are listed, then only unexpired keys carrying its tag count", async () => {
+    const tailscale = await startTailscaleStandIn({ apiKey: "tskey-api-test" });
+    try {
+      const network = new TailscalePrivateNetwork({
+        apiUrl: tailscale.url,
+        tailnet: "-",
+        apiKey: "tskey-api-test",
+        timeoutMs: 2_000,
+      });
+      const mint = (tags: string[]) => network.createAuthKey({ tags, expirySeconds: 600, description: "d" });
+      await mint(["tag:cgs-client", "tag:cgs-acct-aaaa"]);
+      await mint(["tag:cgs-client", "tag:cgs-acct-aaaa"]);
+      await mint(["tag:cgs-client", "tag:cgs-acct-bbbb"]);
+      expect(await network.liveKeys("tag:cgs-acct-aaaa")).toHaveLength(2);
+      expect(await network.liveKeys("tag:cgs-acct-bbbb")).toHaveLength(1);
+      expect(await network.liveKeys("tag:cgs-acct-cccc")).toEqual([]);
+    } finally {
+      await tailscale.close();
+    }
+  });
+
   it("when the API key is refused, then key creation fails", async () => {
     const tailscale = await startTailscaleStandIn({ apiKey: "right" });
     try {
