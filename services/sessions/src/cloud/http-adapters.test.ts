@@ -97,12 +97,8 @@ describe("TailscalePrivateNetwork over HTTP", () => {
   it("when an account's live keys are listed, then only unexpired keys carrying its tag count", async () => {
     const tailscale = await startTailscaleStandIn({ apiKey: "tskey-api-test" });
     try {
-      const network = new TailscalePrivateNetwork({
-        apiUrl: tailscale.url,
-        tailnet: "-",
-        apiKey: "tskey-api-test",
-        timeoutMs: 2_000,
-      });
+      const settings = { tailnet: "-", apiKey: "tskey-api-test", timeoutMs: 2_000 };
+      const network = new TailscalePrivateNetwork({ ...settings, apiUrl: tailscale.url });
       const mint = (tags: string[]) => network.createAuthKey({ tags, expirySeconds: 600, description: "d" });
       await mint(["tag:cgs-client", "tag:cgs-acct-aaaa"]);
       await mint(["tag:cgs-client", "tag:cgs-acct-aaaa"]);
