@@ -187,7 +187,7 @@ describe("gateway routing and validation", () => {
     expect(seen.headers.authorization).toBeUndefined();
   });
 
-  it("when the route is unknown or the method is wrong, then 404 NOT_FOUND with the error body", async () => {
+  it("when the route is unknown, then 404 NOT_FOUND; when the method is wrong, then 405 with Allow", async () => {
     const unknown = await fetch(`${gw.url}/api/v1/nope`, { headers: await bearer() });
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toEqual({ error: "NOT_FOUND", message: "Route not found" });
@@ -195,9 +195,15 @@ describe("gateway routing and validation", () => {
       method: "DELETE",
       headers: await bearer(),
     });
-    expect(wrongMethod.status).toBe(404);
+    expect(wrongMethod.status).toBe(405);
     expect(wrongMethod.headers.get("allow")).toBe("GET");
-    expect(await wrongMethod.json()).toEqual({ error: "NOT_FOUND", message: "Route not found" });
+    expect(await wrongMethod.json()).toEqual({
+      error: "METHOD_NOT_ALLOWED",
+      message: "DELETE is not allowed on /api/v1/sessions/poll; allowed: GET",
+    });
+    const readyThroughLb = await fetch(`${gw.url}/readyz`, { headers: { "x-forwarded-for": "203.0.113.9" } });
+    expect(readyThroughLb.status).toBe(404);
+    expect((await fetch(`${gw.url}/readyz`)).status).toBe(200);
     const outside = await fetch(`${gw.url}/wp-admin`);
     expect(outside.status).toBe(404);
     expect(await outside.json()).toEqual({ error: "NOT_FOUND", message: "Route not found" });

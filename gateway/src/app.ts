@@ -7,6 +7,7 @@ import {
   createBaseApp,
   extractToken,
   installErrorHandlers,
+  isIdentityOutage,
   loadOpenApiDocument,
   type AuthLocals,
   type JwtVerifier,
@@ -80,8 +81,11 @@ export function createApp(deps: GatewayDeps): Express {
       webhook: config.RATE_LIMIT_WEBHOOK,
       resetEmail: config.RATE_LIMIT_RESET_EMAIL,
       resetEmailWindowMs: config.RATE_LIMIT_RESET_EMAIL_WINDOW_MS,
+      replicas: config.GATEWAY_REPLICAS,
+      redisTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS,
     },
     deps.redis,
+    logger,
   );
   const forward = createUpstreamProxy({
     agent: deps.upstreamAgent ?? new http.Agent({ keepAlive: true, maxSockets: config.UPSTREAM_MAX_SOCKETS }),
@@ -90,9 +94,15 @@ export function createApp(deps: GatewayDeps): Express {
     logger,
   });
 
+  // Readiness does not depend on Redis: without it the limiters fall back to per-replica counters.
   const readiness: ReadinessCheck[] = [];
-  const redis = deps.redis;
-  if (redis) readiness.push({ name: "redis", check: () => redis.sendCommand(["PING"]) });
+  // The load balancer adds X-Forwarded-For; its own health checks and the kubelet's probes come direct.
+  const hideReadinessFromPublic: RequestHandler = (req, _res, next) =>
+    next(
+      req.path === "/readyz" && req.headers["x-forwarded-for"] !== undefined
+        ? AppError.notFound("Route not found")
+        : undefined,
+    );
 
   const app = createBaseApp({
     logger,
@@ -100,6 +110,7 @@ export function createApp(deps: GatewayDeps): Express {
     jsonLimit: false,
     trustProxy: config.TRUST_PROXY,
     metricsRoute: (_req, res) => (res.locals as GatewayLocals).route?.path,
+    beforeProbes: hideReadinessFromPublic,
   });
   app.use(securityHeaders(config.PUBLIC_BASE_URL));
 
@@ -148,9 +159,15 @@ export function createApp(deps: GatewayDeps): Express {
       next();
       return;
     }
-    const error = AppError.notFound("Route not found");
-    if (match.kind === "method-not-allowed") error.withHeaders({ Allow: match.allow.join(", ") });
-    next(error);
+    // RFC 9110 §15.5.6: a known path with a method it does not support is 405 and lists the ones it does.
+    next(
+      match.kind === "method-not-allowed"
+        ? new AppError(
+            "METHOD_NOT_ALLOWED",
+            `${req.method} is not allowed on ${req.path}; allowed: ${match.allow.join(", ")}`,
+          ).withHeaders({ Allow: match.allow.join(", ") })
+        : AppError.notFound("Route not found"),
+    );
   };
 
   const gatewayOwned: RequestHandler = (_req, res, next) => {
@@ -185,7 +202,7 @@ export function createApp(deps: GatewayDeps): Express {
       if (credential) {
         // A bearer that fails is final; a failing access cookie falls through to the refresh cookie.
         const principal = await verifier.verify(credential.token).catch((err: unknown) => {
-          if (credential.source !== "cookie") throw err;
+          if (credential.source !== "cookie" || isIdentityOutage(err)) throw err;
           return null;
         });
         if (principal) {
@@ -208,7 +225,11 @@ export function createApp(deps: GatewayDeps): Express {
       locals.accessToken = refreshed.accessToken;
       locals.credentialSource = "cookie";
       next();
-    } catch {
+    } catch (err) {
+      if (isIdentityOutage(err)) {
+        next(err);
+        return;
+      }
       if (!route.rateLimit) {
         next(AppError.unauthenticated());
         return;

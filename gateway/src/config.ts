@@ -46,6 +46,12 @@ export const gatewayEnvSchema = z.object({
     .describe(
       "Redis for rate-limit counters shared by every gateway replica; unset = in-memory (single replica)",
     ),
+  REDIS_COMMAND_TIMEOUT_MS: envInt(250, 1).describe(
+    "Max wait for one Redis rate-limit command; past it this replica counts on its own, in ms",
+  ),
+  GATEWAY_REPLICAS: envInt(1, 1).describe(
+    "Gateway replicas sharing the Redis budget; while Redis is unreachable each replica allows limit / replicas",
+  ),
   RATE_LIMIT_WINDOW_MS: envInt(60_000, 1).describe("Rate-limit window, in ms"),
   RATE_LIMIT_READ: envInt(60, 1).describe(
     "Read (GET) requests per window per account / per IP on public routes",

@@ -29,13 +29,19 @@ async function main(): Promise<void> {
     base: { version: config.APP_VERSION },
   });
 
-  // disableOfflineQueue: while Redis is down, limiter calls fail at once (and pass) instead of queueing.
+  // disableOfflineQueue: while Redis is down, limiter calls fail at once (and count locally) instead of queueing.
   const redis = config.REDIS_URL
-    ? createClient({ url: config.REDIS_URL, disableOfflineQueue: true })
+    ? createClient({
+        url: config.REDIS_URL,
+        disableOfflineQueue: true,
+        socket: { connectTimeout: 2_000 },
+        pingInterval: 5_000,
+      })
     : undefined;
   if (redis) {
     redis.on("error", (err: unknown) => logger.warn({ err }, "redis error"));
-    await redis.connect();
+    // Not awaited: the gateway starts and serves (with per-replica limits) while Redis is still unreachable.
+    redis.connect().catch((err: unknown) => logger.warn({ err }, "redis connect failed"));
   }
   const metricsServer = await startMetricsServer({
     service: "gateway",
@@ -61,7 +67,9 @@ async function main(): Promise<void> {
     keepAliveTimeoutMs: 65_000,
     onClose: [
       () => upstreamAgent.destroy(),
-      async () => redis && (await redis.quit()),
+      async () => {
+        if (redis?.isOpen) await redis.quit().catch(() => undefined);
+      },
       () => metricsServer.close(),
     ],
   });

@@ -55,12 +55,15 @@ export interface StreamingConfig {
   volumeSizeGiB: number;
   /** Root device of the AMI (e.g. /dev/sda1 for Windows and Ubuntu images, /dev/xvda for Amazon Linux). */
   rootDeviceName: string;
-  /** Where players connect from (the streaming ports are opened to these). */
-  clientCidrs: string[];
+  /**
+   * The private network's address range (Tailscale: 100.64.0.0/10). Players reach the streaming ports only
+   * through it; the ports are never opened to the internet.
+   */
+  privateNetworkCidrs: string[];
   /** Streaming ports players connect to (Sunshine/Moonlight: TCP 47984, 47989, 48010; UDP 47998-48010). */
   tcpPorts: number[];
   udpPortRange: { from: number; to: number };
-  /** The streaming host's management API (Sunshine 47990), reachable from inside the VPC only. */
+  /** The streaming host's management API (Sunshine 47990), reachable from the sessions service only. */
   apiPort: number;
   /** Tailnet the private-network keys are issued in ("-" = the API key's default tailnet). */
   tailscaleTailnet: string;
@@ -98,7 +101,6 @@ export interface PlatformConfig {
     stripeWebhookSecret: pulumi.Output<string>;
     keycloakAdminClientSecret: pulumi.Output<string>;
     smtpUrl: pulumi.Output<string>;
-    streamingHostPassword: pulumi.Output<string>;
     tailscaleApiKey: pulumi.Output<string>;
   };
 }
@@ -133,7 +135,6 @@ export const SECRET_CONFIG_KEYS = [
   "stripeWebhookSecret",
   "keycloakAdminClientSecret",
   "smtpUrl",
-  "streamingHostPassword",
   "tailscaleApiKey",
 ] as const;
 
@@ -195,7 +196,6 @@ export function loadPlatformConfig(): PlatformConfig {
       stripeWebhookSecret: cfg.requireSecret("stripeWebhookSecret"),
       keycloakAdminClientSecret: cfg.requireSecret("keycloakAdminClientSecret"),
       smtpUrl: cfg.requireSecret("smtpUrl"),
-      streamingHostPassword: cfg.requireSecret("streamingHostPassword"),
       tailscaleApiKey: cfg.requireSecret("tailscaleApiKey"),
     },
   };

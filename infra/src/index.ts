@@ -14,6 +14,7 @@ import { RateLimitCache } from "./components/rate-limit-cache";
 import { ServiceAccountRole } from "./components/service-account-role";
 import { ServiceQueue } from "./components/service-queue";
 import { StreamingFleet } from "./components/streaming-fleet";
+import { tailnetPolicy } from "./tailnet-policy";
 import { loadPlatformConfig } from "./config";
 import {
   NAMESPACE,
@@ -136,7 +137,6 @@ const appSecrets = new AppSecrets("app-secrets", {
   keycloakAdminClientId: cfg.keycloakAdminClientId,
   keycloakAdminClientSecret: cfg.secrets.keycloakAdminClientSecret,
   smtpUrl: cfg.secrets.smtpUrl,
-  streamingHostPassword: cfg.secrets.streamingHostPassword,
   tailscaleApiKey: cfg.secrets.tailscaleApiKey,
   tags,
 });
@@ -144,7 +144,7 @@ const appSecrets = new AppSecrets("app-secrets", {
 const fleet = new StreamingFleet("streaming", {
   name: prefix,
   vpcId: network.vpcId,
-  vpcCidr: cfg.vpcCidr,
+  apiClientSecurityGroupIds: [cluster.clusterSecurityGroupId],
   tagPrefix,
   ...cfg.streaming,
   tags,
@@ -235,6 +235,7 @@ const platform = new PlatformRelease("platform", {
           queueUrls,
           imageTag: cfg.imageTag,
           trustedProxyCidrs: network.publicSubnetCidrs,
+          gatewayReplicas: cfg.workloads.replicas.gateway,
           streaming: {
             launchTemplateId: fleet.launchTemplateId,
             subnetId: network.publicSubnetIds[0] as pulumi.Output<string>,
@@ -287,3 +288,15 @@ export const streamingLaunchTemplateId = fleet.launchTemplateId;
 export const certificateArn = endpoint.certificateArn;
 export const ingressHostname = platform.ingressHostname;
 export const url = `https://${cfg.domain}`;
+// The tailnet policy to apply with the Tailscale API key's tailnet; tags match the sessions service's defaults
+// (VPN_KEY_TAGS tag:cgs-client, per-account tag:cgs-acct-<digest>).
+export const tailnetAclPolicy = JSON.stringify(
+  tailnetPolicy({
+    sessionsTag: "tag:cgs-sessions",
+    clientTag: "tag:cgs-client",
+    hostTag: "tag:cgs-host",
+    accountTagPrefix: "tag:cgs-acct-",
+    tcpPorts: cfg.streaming.tcpPorts,
+    udpPortRange: cfg.streaming.udpPortRange,
+  }),
+);

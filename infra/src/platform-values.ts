@@ -33,6 +33,8 @@ export interface EnvironmentContext {
   imageTag: string;
   /** The load balancer's subnets, trusted for X-Forwarded-For. */
   trustedProxyCidrs: string[];
+  /** The gateway's replica floor: while Redis is down each replica allows limit / this (GATEWAY_REPLICAS). */
+  gatewayReplicas: number;
   streaming: {
     launchTemplateId: pulumi.Input<string>;
     subnetId: pulumi.Input<string>;
@@ -63,6 +65,7 @@ export function serviceEnvironment(
   if (d.name === "gateway") {
     env.APP_VERSION = ctx.imageTag;
     env.TRUST_PROXY = ctx.trustedProxyCidrs.join(",");
+    env.GATEWAY_REPLICAS = String(ctx.gatewayReplicas);
   }
   if (d.managesStreamingInstances) {
     Object.assign(env, {

@@ -46,7 +46,7 @@ export const DEPLOYABLES: readonly Deployable[] = [
     secrets: {
       streaming: {
         PIN_HASH_SECRET: "pinHashSecret",
-        STREAMING_HOST_PASSWORD: "streamingHostPassword",
+        STREAMING_CREDENTIALS_KEY: "streamingCredentialsKey",
         TAILSCALE_API_KEY: "tailscaleApiKey",
       },
     },

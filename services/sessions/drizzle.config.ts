@@ -2,6 +2,10 @@ import { defineConfig } from "drizzle-kit";
 
 export default defineConfig({
   dialect: "postgresql",
-  schema: ["../../shared/src/db/shared-tables.ts", "./src/data/session-tables.ts"],
+  schema: [
+    "../../shared/src/db/shared-tables.ts",
+    "./src/data/session-tables.ts",
+    "./src/data/streaming-credential-tables.ts",
+  ],
   out: "./drizzle",
 });

@@ -124,6 +124,9 @@ export const commonServiceEnv = (defaultPort: number) => ({
   OIDC_JWKS_URL: envUrl()
     .optional()
     .describe("JWKS URL; defaults to <OIDC_ISSUER>/protocol/openid-connect/certs"),
+  OIDC_ALLOWED_AZP: envList(["cgs-portal", "cgs-cli"]).describe(
+    "Comma-separated OIDC clients (azp) whose access tokens are accepted; add cgs-test only on a local realm",
+  ),
   OIDC_CLOCK_TOLERANCE_SECONDS: z.coerce
     .number()
     .int()
@@ -145,6 +148,7 @@ export interface OidcSettings {
   issuer: string;
   audience: string;
   jwksUrl: string;
+  allowedAzp: string[];
   clockToleranceSeconds: number;
   jwksCooldownMs: number;
 }
@@ -155,6 +159,7 @@ export function oidcSettings(config: CommonServiceConfig): OidcSettings {
     issuer: config.OIDC_ISSUER,
     audience: config.OIDC_AUDIENCE,
     jwksUrl: config.OIDC_JWKS_URL ?? `${config.OIDC_ISSUER}/protocol/openid-connect/certs`,
+    allowedAzp: config.OIDC_ALLOWED_AZP,
     clockToleranceSeconds: config.OIDC_CLOCK_TOLERANCE_SECONDS,
     jwksCooldownMs: config.OIDC_JWKS_COOLDOWN_MS,
   };

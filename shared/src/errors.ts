@@ -151,9 +151,39 @@ function validatorItemMessage(item: ValidatorItem): string {
   return `${field} ${raw}`;
 }
 
+// PostgreSQL classes 08 (connection exception) and 57P (operator intervention: shutdown, cannot connect now),
+// and the driver's own errors for a connection that dropped or never opened.
+const DATABASE_UNAVAILABLE_CODES = /^(08|57P)/;
+const DATABASE_UNAVAILABLE_ERRNOS = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "ENOTFOUND",
+]);
+const DATABASE_UNAVAILABLE_MESSAGES =
+  /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|the database system is (starting up|shutting down)/i;
+
+/** True when the error (or one it wraps, e.g. DrizzleQueryError's cause) says the database cannot be reached. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && typeof e === "object" && depth < 5; depth += 1) {
+    const { code, message } = e as { code?: unknown; message?: unknown };
+    if (
+      typeof code === "string" &&
+      (DATABASE_UNAVAILABLE_CODES.test(code) || DATABASE_UNAVAILABLE_ERRNOS.has(code))
+    )
+      return true;
+    if (typeof message === "string" && DATABASE_UNAVAILABLE_MESSAGES.test(message)) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
 /** Turns anything thrown or passed to next() into an AppError; unknown errors become INTERNAL. */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
+  if (isDatabaseUnavailable(err))
+    return AppError.unavailable("The database is unavailable; try again shortly", 2);
   if (typeof err !== "object" || err === null) return AppError.internal();
   const e = err as StatusLike;
   const status =

@@ -527,6 +527,8 @@ keycloak_env() {
   echo "export KEYCLOAK_URL=$base"
   echo "export OIDC_ISSUER=$base/realms/cgs"
   echo "export OIDC_AUDIENCE=cgs-api"
+  # The local realm's password-grant test client is accepted only here, never by the production default.
+  echo "export OIDC_ALLOWED_AZP=cgs-portal,cgs-cli,cgs-test"
   echo "export OIDC_JWKS_URL=$base/realms/cgs/protocol/openid-connect/certs"
   echo "export KEYCLOAK_ADMIN_CLIENT_ID=cgs-admin"
   echo "export KEYCLOAK_ADMIN_CLIENT_SECRET=cgs-admin-local-secret"

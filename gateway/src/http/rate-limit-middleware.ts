@@ -1,7 +1,9 @@
 import type { Request, RequestHandler, Response } from "express";
 import { rateLimit, type Store } from "express-rate-limit";
+import type { Logger } from "pino";
 import { RedisStore } from "rate-limit-redis";
 import { AppError, metrics, type RateLimitExtension } from "@cgs/shared";
+import { FallbackStore } from "./fallback-rate-limit-store";
 
 /** The one thing the limiter needs from a Redis client (node-redis: `(args) => client.sendCommand(args)`). */
 export interface RedisCommandSender {
@@ -16,6 +18,12 @@ export interface RateLimitSettings {
   webhook: number;
   resetEmail: number;
   resetEmailWindowMs: number;
+  /** Gateway replicas sharing the Redis budget; while Redis fails each allows its 1/replicas share. Default 1. */
+  replicas?: number;
+  /** Max wait for one Redis command before the local counter answers instead, in ms. Default 250. */
+  redisTimeoutMs?: number;
+  /** How long to count locally after a Redis failure before trying Redis again, in ms. Default 1000. */
+  redisRetryMs?: number;
 }
 
 export type BucketName = `${RateLimitExtension["bucket"]}:${RateLimitExtension["scope"]}` | "reset-email";
@@ -32,34 +40,67 @@ function secondsUntil(resetTime: Date | undefined, windowMs: number): number {
   return Math.max(1, Math.ceil((resetTime.getTime() - Date.now()) / 1000));
 }
 
+class RedisTimeout extends Error {}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new RedisTimeout(`redis command timed out after ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
 /**
  * One express-rate-limit instance per bucket, each with its own counter namespace (Redis prefix
  * `cgs:rl:<bucket>:`), so read, write, poll and public buckets never share counts. With Redis every
- * gateway replica draws from the same budget; without it counts are per process.
+ * gateway replica draws from the same budget; while Redis is down or hung each replica counts on its own
+ * against limit/replicas, and the shared budget resumes when Redis answers again. Without Redis counts
+ * are per process.
  */
-export function createRateLimiters(settings: RateLimitSettings, redis?: RedisCommandSender): RateLimiters {
-  const storeFor = (name: BucketName): Store | undefined =>
-    redis
-      ? new RedisStore({
-          prefix: `cgs:rl:${name}:`,
-          sendCommand: (...args: string[]) => redis.sendCommand(args) as Promise<string | number>,
-        })
-      : undefined;
+export function createRateLimiters(
+  settings: RateLimitSettings,
+  redis?: RedisCommandSender,
+  logger?: Logger,
+): RateLimiters {
+  const replicas = Math.max(1, settings.replicas ?? 1);
+  const redisTimeoutMs = settings.redisTimeoutMs ?? 250;
+  const storeFor = (name: BucketName): FallbackStore | undefined => {
+    if (!redis) return undefined;
+    const shared = new RedisStore({
+      prefix: `cgs:rl:${name}:`,
+      sendCommand: (...args: string[]) =>
+        withTimeout(redis.sendCommand(args) as Promise<string | number>, redisTimeoutMs),
+    });
+    // The store loads its Lua script at once; a failure there is retried on the next increment.
+    (shared as unknown as { incrementScriptSha: Promise<unknown> }).incrementScriptSha?.catch(
+      () => undefined,
+    );
+    (shared as unknown as { getScriptSha: Promise<unknown> }).getScriptSha?.catch(() => undefined);
+    return new FallbackStore(shared, {
+      retryAfterMs: settings.redisRetryMs ?? 1_000,
+      onStateChange: (usingFallback, err) =>
+        usingFallback
+          ? logger?.warn({ bucket: name, err }, "redis unavailable; rate limits use this replica's share")
+          : logger?.info({ bucket: name }, "redis is back; rate limits are shared again"),
+    });
+  };
 
   const build = (
     name: BucketName,
     limit: number,
     windowMs: number,
     key: (req: Request, res: Response) => string,
-  ): RequestHandler =>
-    rateLimit({
+  ): RequestHandler => {
+    const store = storeFor(name);
+    const replicaShare = Math.max(1, Math.floor(limit / replicas));
+    return rateLimit({
       windowMs,
-      limit,
+      limit: () => (store?.usingFallback() ? replicaShare : limit),
       legacyHeaders: true,
       standardHeaders: false,
-      store: storeFor(name),
+      store: store as Store | undefined,
       keyGenerator: key,
-      // A Redis outage should not take the API down with it: count nothing rather than fail the request.
+      // The fallback store already absorbs Redis failures; never fail a request because of a counter.
       passOnStoreError: true,
       validate: { creationStack: false },
       handler: (req, _res, next) => {
@@ -69,6 +110,7 @@ export function createRateLimiters(settings: RateLimitSettings, redis?: RedisCom
         next(AppError.rateLimited(wait, `Too many requests; retry in ${wait} seconds`));
       },
     });
+  };
 
   const byAccount = (_req: Request, res: Response): string => {
     const principal = (res.locals as { principal?: { identityUserId: string } }).principal;

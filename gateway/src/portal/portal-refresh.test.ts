@@ -226,6 +226,7 @@ describeKeycloak("portal browser session refresh (real Keycloak)", () => {
       PUBLIC_BASE_URL: base,
       OIDC_ISSUER: ISSUER,
       OIDC_AUDIENCE: "cgs-api",
+      OIDC_ALLOWED_AZP: String(portalClient.clientId),
       ACCOUNTS_URL: accounts.url,
       SESSIONS_URL: sessions.url,
       BILLING_URL: down,

@@ -2,7 +2,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import pino from "pino";
 import { createJwtVerifier, oidcSettings, startServer, type RunningServer } from "@cgs/shared";
-import type { TestIdentityProvider } from "@cgs/shared/testing/tokens";
+import { TEST_ALLOWED_AZP_ENV, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
 import { createApp, type GatewayDeps } from "../app";
 import { loadGatewayConfig } from "../config";
 
@@ -81,6 +81,7 @@ export function gatewayTestEnv(
     PORT: "0",
     OIDC_ISSUER: idp.issuer,
     OIDC_AUDIENCE: idp.audience,
+    OIDC_ALLOWED_AZP: TEST_ALLOWED_AZP_ENV,
     OIDC_JWKS_URL: idp.jwksUrl,
     OIDC_JWKS_COOLDOWN_MS: "0",
     SESSIONS_URL: upstreamUrls.sessions ?? "",

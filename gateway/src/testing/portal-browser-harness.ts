@@ -1,13 +1,9 @@
 import { existsSync } from "node:fs";
 import http from "node:http";
-import path from "node:path";
 import pino from "pino";
 import { chromium, type Browser } from "playwright-core";
-import { createJwtVerifier, loadConfig, oidcSettings, startServer } from "@cgs/shared";
-import { openTestDatabase } from "@cgs/shared/testing/db";
-import { createApp as createAccountsApp } from "../../../services/accounts/src/app";
-import { accountsConfigSchema } from "../../../services/accounts/src/config";
-import * as accountsSchema from "../../../services/accounts/src/data/schema";
+import { createJwtVerifier, oidcSettings, startServer } from "@cgs/shared";
+import { startTestAccounts } from "../../../services/accounts/src/testing/accounts-server";
 import { startAuthProxy } from "../../../services/auth-proxy/src/testing/auth-proxy-harness";
 import { createApp } from "../app";
 import { loadGatewayConfig } from "../config";
@@ -59,20 +55,7 @@ export interface PortalBrowserHarness {
  */
 export async function startPortalBrowserHarness(name: string): Promise<PortalBrowserHarness> {
   const oidcEnv = { OIDC_ISSUER: `${KEYCLOAK}/realms/cgs`, OIDC_AUDIENCE: "cgs-api", LOG_LEVEL: "silent" };
-  const accountsDb = await openTestDatabase("pglite", `${name}_accounts`, {
-    schema: accountsSchema,
-    migrationsFolder: path.join(__dirname, "../../../services/accounts/drizzle"),
-  });
-  const accountsConfig = loadConfig(accountsConfigSchema, oidcEnv);
-  const accounts = await startServer(
-    createAccountsApp({
-      config: accountsConfig,
-      logger,
-      database: accountsDb,
-      verifier: createJwtVerifier(oidcSettings(accountsConfig)),
-    }),
-    { port: 0, logger, shutdownGraceMs: 500 },
-  );
+  const accounts = await startTestAccounts({ db: "pglite", name: `${name}_accounts`, env: oidcEnv });
 
   // The gateway's public origin must be known before it listens: reserve a port, then bind it.
   const base = await closedPortUrl();
@@ -100,8 +83,7 @@ export async function startPortalBrowserHarness(name: string): Promise<PortalBro
       await browser.close();
       await gateway.stop();
       await authProxy.close();
-      await accounts.stop();
-      await accountsDb.destroy();
+      await accounts.close();
     },
   };
 }

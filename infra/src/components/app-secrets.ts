@@ -9,7 +9,6 @@ export interface AppSecretsArgs {
   keycloakAdminClientId: pulumi.Input<string>;
   keycloakAdminClientSecret: pulumi.Input<string>;
   smtpUrl: pulumi.Input<string>;
-  streamingHostPassword: pulumi.Input<string>;
   tailscaleApiKey: pulumi.Input<string>;
   tags: Record<string, string>;
 }
@@ -23,7 +22,7 @@ export class AppSecrets extends pulumi.ComponentResource {
   readonly stripeArn: pulumi.Output<string>;
   readonly identityProviderArn: pulumi.Output<string>;
   readonly smtpArn: pulumi.Output<string>;
-  /** Sessions' secrets: PIN digest key (generated), Sunshine API password, Tailscale API key. */
+  /** Sessions' secrets: PIN digest key and streaming-credentials key (both generated), Tailscale API key. */
   readonly streamingArn: pulumi.Output<string>;
 
   constructor(name: string, args: AppSecretsArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -55,12 +54,18 @@ export class AppSecrets extends pulumi.ComponentResource {
       { length: 48, special: false },
       { parent: this },
     );
+    // Seals each instance's own Sunshine API credentials in the sessions database; there is no shared password.
+    const streamingCredentialsKey = new random.RandomBytes(
+      `${name}-streaming-credentials`,
+      { length: 32 },
+      { parent: this },
+    );
     this.streamingArn = entry(
       "streaming",
-      "Pairing-PIN digest key, streaming host API password, Tailscale API key",
+      "Pairing-PIN digest key, streaming-credentials sealing key, Tailscale API key",
       {
         pinHashSecret: pinHashSecret.result,
-        streamingHostPassword: args.streamingHostPassword,
+        streamingCredentialsKey: streamingCredentialsKey.base64,
         tailscaleApiKey: args.tailscaleApiKey,
       },
     );

@@ -5,13 +5,19 @@ import type { StreamingConfig } from "../config";
 export interface StreamingFleetArgs extends StreamingConfig {
   name: string;
   vpcId: pulumi.Input<string>;
-  vpcCidr: string;
+  /** Security groups of what runs the sessions service (the cluster's): the only source of the API port. */
+  apiClientSecurityGroupIds: pulumi.Input<string>[];
   /** CLOUD_TAG_PREFIX of the sessions service; instances and volumes carry <prefix>:* tags. */
   tagPrefix: string;
   tags: Record<string, string>;
 }
 
-/** Launch template and security group for the streaming instances the sessions service starts. */
+const OPEN_TO_ALL = new Set(["0.0.0.0/0", "::/0"]);
+
+/**
+ * Launch template and security group for the streaming instances the sessions service starts. The streaming
+ * ports admit only the private network; the host API admits only the sessions service's security groups.
+ */
 export class StreamingFleet extends pulumi.ComponentResource {
   readonly launchTemplateId: pulumi.Output<string>;
   readonly launchTemplateArn: pulumi.Output<string>;
@@ -20,32 +26,38 @@ export class StreamingFleet extends pulumi.ComponentResource {
 
   constructor(name: string, args: StreamingFleetArgs, opts?: pulumi.ComponentResourceOptions) {
     super("cgs:infra:StreamingFleet", name, {}, opts);
+    const open = args.privateNetworkCidrs.filter((c) => OPEN_TO_ALL.has(c));
+    if (open.length > 0 || args.privateNetworkCidrs.length === 0) {
+      throw new Error(
+        `streaming.privateNetworkCidrs must name the private network's range, never ${open.join(", ") || "nothing"}`,
+      );
+    }
     const ownTags = { ...args.tags, [`${args.tagPrefix}:managed-by`]: "sessions" };
     const sg = new aws.ec2.SecurityGroup(
       `${name}-sg`,
       {
         vpcId: args.vpcId,
-        description: "Streaming instances: player traffic in, anything out",
+        description: "Streaming instances: private-network player traffic and the sessions API in",
         ingress: [
           ...args.tcpPorts.map((port) => ({
             protocol: "tcp",
             fromPort: port,
             toPort: port,
-            cidrBlocks: args.clientCidrs,
-            description: "streaming control",
+            cidrBlocks: args.privateNetworkCidrs,
+            description: "streaming control, private network only",
           })),
           {
             protocol: "udp",
             fromPort: args.udpPortRange.from,
             toPort: args.udpPortRange.to,
-            cidrBlocks: args.clientCidrs,
-            description: "streaming media",
+            cidrBlocks: args.privateNetworkCidrs,
+            description: "streaming media, private network only",
           },
           {
             protocol: "tcp",
             fromPort: args.apiPort,
             toPort: args.apiPort,
-            cidrBlocks: [args.vpcCidr],
+            securityGroups: args.apiClientSecurityGroupIds,
             description: "streaming host API, sessions service only",
           },
         ],

@@ -61,6 +61,7 @@ export const EXPECTED_RESOURCE_TYPES = [
   "kubernetes:helm.sh/v3:Release",
   "kubernetes:networking.k8s.io/v1:Ingress",
   "pulumi:providers:kubernetes",
+  "random:index/randomBytes:RandomBytes",
   "random:index/randomPassword:RandomPassword",
 ];
 

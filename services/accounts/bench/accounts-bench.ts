@@ -6,7 +6,7 @@ import path from "node:path";
 import pino from "pino";
 import { createJwtVerifier, loadConfig, startServer, type IdentityAdmin } from "@cgs/shared";
 import { createTestDatabase } from "../../../shared/src/testing/db";
-import { startTestIdentityProvider } from "../../../shared/src/testing/tokens";
+import { startTestIdentityProvider, TEST_ALLOWED_AZP } from "../../../shared/src/testing/tokens";
 import { openDatabase } from "@cgs/shared";
 import { createApp } from "../src/app";
 import { accountsConfigSchema } from "../src/config";
@@ -62,7 +62,12 @@ async function main(): Promise<void> {
     config,
     logger,
     database,
-    verifier: createJwtVerifier({ issuer: idp.issuer, audience: idp.audience, jwksUrl: idp.jwksUrl }),
+    verifier: createJwtVerifier({
+      issuer: idp.issuer,
+      audience: idp.audience,
+      jwksUrl: idp.jwksUrl,
+      allowedAzp: TEST_ALLOWED_AZP,
+    }),
     clock,
   });
   const server = await startServer(app, { port: 0, logger, shutdownGraceMs: 500 });

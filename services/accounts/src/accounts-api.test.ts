@@ -4,7 +4,11 @@ import request from "supertest";
 import { createJwtVerifier, loadConfig } from "@cgs/shared";
 import { createContractChecker } from "@cgs/shared/testing/contract";
 import { openTestDatabase, type OpenedTestDatabase } from "@cgs/shared/testing/db";
-import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
+import {
+  startTestIdentityProvider,
+  TEST_ALLOWED_AZP,
+  type TestIdentityProvider,
+} from "@cgs/shared/testing/tokens";
 import { createApp } from "./app";
 import { accountsConfigSchema } from "./config";
 import * as schema from "./data/schema";
@@ -26,7 +30,12 @@ beforeAll(async () => {
     config,
     logger: pino({ level: "silent" }),
     database,
-    verifier: createJwtVerifier({ issuer: idp.issuer, audience: idp.audience, jwksUrl: idp.jwksUrl }),
+    verifier: createJwtVerifier({
+      issuer: idp.issuer,
+      audience: idp.audience,
+      jwksUrl: idp.jwksUrl,
+      allowedAzp: TEST_ALLOWED_AZP,
+    }),
     clock,
   });
 });
@@ -68,14 +77,13 @@ describe("settings", () => {
     const second = await request(app)
       .patch("/api/v1/settings")
       .set("Authorization", header)
-      .send({ resolution: "3840x2160", idleTimeoutMinutes: 30, lowBalanceEmail: false });
+      .send({ resolution: "3840x2160", idleTimeoutMinutes: 30 });
     expect(second.body).toEqual({
       ...DEFAULT_PREFERENCES,
       fps: 120,
       codec: "av1",
       resolution: "3840x2160",
       idleTimeoutMinutes: 30,
-      lowBalanceEmail: false,
     });
     const read = await request(app).get("/api/v1/settings").set("Authorization", header);
     expect(read.body).toEqual(second.body);
@@ -83,6 +91,17 @@ describe("settings", () => {
     const empty = await request(app).patch("/api/v1/settings").set("Authorization", header).send({});
     expect(empty.status).toBe(200);
     expect(empty.body).toEqual(second.body);
+  });
+
+  it("when an account saved the removed lowBalanceEmail preference, then reads no longer show it", async () => {
+    const { sub, header } = await bearer();
+    await database.db
+      .insert(schema.accountsTable)
+      .values({ identityUserId: sub, preferences: { fps: 30, lowBalanceEmail: false } as never });
+    const res = await request(app).get("/api/v1/settings").set("Authorization", header);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ ...DEFAULT_PREFERENCES, fps: 30 });
+    contract.assertResponse("GET", "/api/v1/settings", 200, res.body);
   });
 
   const badInputs: [string, unknown, string][] = [
@@ -94,7 +113,7 @@ describe("settings", () => {
     ["an unknown codec", { codec: "vp9" }, "codec"],
     ["a malformed region", { region: "Mars" }, "region"],
     ["an idle timeout above the maximum", { idleTimeoutMinutes: 241 }, "idleTimeoutMinutes"],
-    ["a non-boolean e-mail flag", { lowBalanceEmail: "yes" }, "lowBalanceEmail"],
+    ["the removed low-balance e-mail flag", { lowBalanceEmail: false }, "lowBalanceEmail"],
     ["null (merge-patch unset)", { codec: null }, "codec"],
     ["an unknown field", { theme: "dark" }, "theme"],
     ["a valid field next to an invalid one", { codec: "av1", fps: 0 }, "fps"],

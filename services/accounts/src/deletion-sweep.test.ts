@@ -14,7 +14,11 @@ import {
 import { openTestDatabase, type OpenedTestDatabase } from "@cgs/shared/testing/db";
 import { createTestSqsClient, drainQueue, uniqueQueueName, waitUntil } from "@cgs/shared/testing/queue";
 import { createTestUser, getTestUser, uniqueEmail, type TestUser } from "@cgs/shared/testing/keycloak";
-import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
+import {
+  startTestIdentityProvider,
+  TEST_ALLOWED_AZP,
+  type TestIdentityProvider,
+} from "@cgs/shared/testing/tokens";
 import { GetQueueUrlCommand } from "@aws-sdk/client-sqs";
 import { createApp } from "./app";
 import { accountsConfigSchema, type AccountsConfig } from "./config";
@@ -69,7 +73,12 @@ function appFor() {
     config,
     logger,
     database,
-    verifier: createJwtVerifier({ issuer: idp.issuer, audience: idp.audience, jwksUrl: idp.jwksUrl }),
+    verifier: createJwtVerifier({
+      issuer: idp.issuer,
+      audience: idp.audience,
+      jwksUrl: idp.jwksUrl,
+      allowedAzp: TEST_ALLOWED_AZP,
+    }),
     clock,
   });
 }
@@ -101,7 +110,12 @@ describe("deletion sweep", () => {
         config,
         logger,
         database,
-        verifier: createJwtVerifier({ issuer: idp.issuer, audience: idp.audience, jwksUrl: idp.jwksUrl }),
+        verifier: createJwtVerifier({
+          issuer: idp.issuer,
+          audience: idp.audience,
+          jwksUrl: idp.jwksUrl,
+          allowedAzp: TEST_ALLOWED_AZP,
+        }),
       },
       { clock, identity: keycloak },
     );

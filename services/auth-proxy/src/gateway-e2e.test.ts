@@ -1,16 +1,13 @@
 import http from "node:http";
-import path from "node:path";
 import pino from "pino";
-import { createJwtVerifier, loadConfig, oidcSettings, startServer, type RunningServer } from "@cgs/shared";
-import { openTestDatabase, type OpenedTestDatabase } from "@cgs/shared/testing/db";
+import { createJwtVerifier, oidcSettings, startServer, type RunningServer } from "@cgs/shared";
 import { createTestUser, passwordGrant, uniqueEmail, type TestUser } from "@cgs/shared/testing/keycloak";
 import { waitForMail } from "@cgs/shared/testing/mail";
+import { TEST_ALLOWED_AZP_ENV } from "@cgs/shared/testing/tokens";
 import { createApp as createGatewayApp } from "../../../gateway/src/app";
 import { loadGatewayConfig } from "../../../gateway/src/config";
 import { closedPortUrl } from "../../../gateway/src/testing/gateway-harness";
-import { createApp as createAccountsApp } from "../../accounts/src/app";
-import { accountsConfigSchema } from "../../accounts/src/config";
-import * as accountsSchema from "../../accounts/src/data/schema";
+import { startTestAccounts, type TestAccountsServer } from "../../accounts/src/testing/accounts-server";
 import { startAuthProxy, type AuthProxyHarness } from "./testing/auth-proxy-harness";
 
 type Json = Record<string, unknown>;
@@ -19,8 +16,7 @@ const json = async (res: Response): Promise<Json> => (await res.json()) as Json;
 const ISSUER = `${process.env.KEYCLOAK_URL || "http://127.0.0.1:8081"}/realms/cgs`;
 const logger = pino({ level: "silent" });
 
-let accounts: RunningServer;
-let accountsDb: OpenedTestDatabase<typeof accountsSchema>;
+let accounts: TestAccountsServer;
 let authProxy: AuthProxyHarness;
 const gateways: RunningServer[] = [];
 const users: TestUser[] = [];
@@ -31,6 +27,7 @@ async function startGateway(env: Record<string, string> = {}): Promise<RunningSe
     LOG_LEVEL: "silent",
     PORT: "0",
     OIDC_ISSUER: ISSUER,
+    OIDC_ALLOWED_AZP: TEST_ALLOWED_AZP_ENV,
     PUBLIC_BASE_URL: "http://127.0.0.1:8080",
     ACCOUNTS_URL: accounts.url,
     AUTH_PROXY_URL: authProxy.url,
@@ -53,20 +50,11 @@ async function startGateway(env: Record<string, string> = {}): Promise<RunningSe
 }
 
 beforeAll(async () => {
-  accountsDb = await openTestDatabase("postgres", "e2e_accounts", {
-    schema: accountsSchema,
-    migrationsFolder: path.join(__dirname, "../../accounts/drizzle"),
+  accounts = await startTestAccounts({
+    db: "postgres",
+    name: "e2e_accounts",
+    env: { OIDC_ISSUER: ISSUER, OIDC_ALLOWED_AZP: TEST_ALLOWED_AZP_ENV },
   });
-  const accountsConfig = loadConfig(accountsConfigSchema, { OIDC_ISSUER: ISSUER, LOG_LEVEL: "silent" });
-  accounts = await startServer(
-    createAccountsApp({
-      config: accountsConfig,
-      logger,
-      database: accountsDb,
-      verifier: createJwtVerifier(oidcSettings(accountsConfig)),
-    }),
-    { port: 0, logger, shutdownGraceMs: 500 },
-  );
   authProxy = await startAuthProxy();
 }, 60_000);
 
@@ -74,8 +62,7 @@ afterAll(async () => {
   for (const g of gateways) await g.stop();
   await Promise.all(users.map((u) => u.remove()));
   await authProxy?.close();
-  await accounts?.stop();
-  await accountsDb?.destroy();
+  await accounts?.close();
 });
 
 async function signedInUser(): Promise<{ user: TestUser; token: string }> {

@@ -16,7 +16,7 @@ import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { openDatabase } from "@cgs/shared";
 import { createTestDatabase } from "@cgs/shared/testing/db";
-import { startTestIdentityProvider } from "@cgs/shared/testing/tokens";
+import { startTestIdentityProvider, TEST_ALLOWED_AZP_ENV } from "@cgs/shared/testing/tokens";
 import { closedPortUrl } from "../../../gateway/src/testing/gateway-harness";
 import * as schema from "../src/data/schema";
 import { sessionsTable } from "../src/data/session-tables";
@@ -112,6 +112,7 @@ async function pollBenchmark(): Promise<void> {
   const oidc = {
     OIDC_ISSUER: idp.issuer,
     OIDC_AUDIENCE: idp.audience,
+    OIDC_ALLOWED_AZP: TEST_ALLOWED_AZP_ENV,
     OIDC_JWKS_URL: idp.jwksUrl,
     LOG_LEVEL: "silent",
     NODE_ENV: "production",

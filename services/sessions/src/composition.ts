@@ -9,6 +9,7 @@ import {
 import { createAccountsClient } from "./clients/accounts-client";
 import { createBillingClient } from "./clients/billing-client";
 import type { CloudProvider } from "./cloud/cloud-provider";
+import { withStreamingCredentials } from "./cloud/credential-issuing-cloud";
 import { Ec2CloudProvider } from "./cloud/ec2-cloud-provider";
 import {
   SimulatedPrivateNetwork,
@@ -20,15 +21,22 @@ import { SimulatedStreamingHost, SunshineStreamingHost, type StreamingHost } fro
 import type { SessionsAppDeps } from "./app";
 import type { SessionsConfig } from "./config";
 import type * as schema from "./data/schema";
-import { countActiveSessionsByState } from "./data/session-repository";
+import { countActiveSessionsByState, type SessionsDb } from "./data/session-repository";
 import { activeStates } from "./data/session-tables";
+import { StreamingCredentialRepository } from "./data/streaming-credential-repository";
 import { sessionEventHandlers } from "./domain/event-handlers";
 import { sweepIdleSessions } from "./domain/idle-sweep";
 import { Reconciler } from "./domain/reconciler";
+import { LOCAL_STREAMING_CREDENTIALS_KEY, StreamingCredentialVault } from "./domain/streaming-credentials";
 import type { SessionsDomainDeps } from "./domain/session-deps";
 
 /** Picks every adapter from config: simulators by default, EC2 / Sunshine / Tailscale when configured. */
-export function buildAdapters(config: SessionsConfig): SessionsAppDeps {
+export function buildAdapters(config: SessionsConfig, db: SessionsDb): SessionsAppDeps {
+  const vault = new StreamingCredentialVault(
+    new StreamingCredentialRepository(db),
+    config.STREAMING_CREDENTIALS_KEY ?? LOCAL_STREAMING_CREDENTIALS_KEY,
+  );
+  const credentials = (sessionId: string) => vault.forSession(sessionId);
   let cloud: CloudProvider;
   let simulatedCloud: SimulatedCloudProvider | undefined;
   if (config.CLOUD_PROVIDER === "ec2") {
@@ -59,12 +67,15 @@ export function buildAdapters(config: SessionsConfig): SessionsAppDeps {
   if (config.STREAMING_HOST === "sunshine") {
     streamingHost = new SunshineStreamingHost({
       urlTemplate: config.STREAMING_HOST_URL_TEMPLATE,
-      username: config.STREAMING_HOST_USERNAME,
-      password: config.STREAMING_HOST_PASSWORD,
+      credentials,
       timeoutMs: config.INTERNAL_CALL_TIMEOUT_MS,
     });
   } else {
-    simulatedHost = new SimulatedStreamingHost({ readyDelayMs: config.SIMULATOR_HOST_READY_DELAY_MS });
+    simulatedHost = new SimulatedStreamingHost({
+      readyDelayMs: config.SIMULATOR_HOST_READY_DELAY_MS,
+      credentials,
+      installed: (ip) => simulatedCloud?.installedCredentials(ip),
+    });
     streamingHost = simulatedHost;
   }
   const privateNetwork: PrivateNetwork =
@@ -75,10 +86,10 @@ export function buildAdapters(config: SessionsConfig): SessionsAppDeps {
           apiKey: config.TAILSCALE_API_KEY,
           timeoutMs: config.INTERNAL_CALL_TIMEOUT_MS,
         })
-      : new SimulatedPrivateNetwork();
+      : new SimulatedPrivateNetwork((ip) => simulatedCloud?.hostTags(ip) ?? []);
   const timeoutMs = config.INTERNAL_CALL_TIMEOUT_MS;
   return {
-    cloud,
+    cloud: withStreamingCredentials(cloud, vault),
     streamingHost,
     privateNetwork,
     accounts: createAccountsClient({ baseUrl: config.ACCOUNTS_URL, timeoutMs }),

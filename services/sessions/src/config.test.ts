@@ -24,7 +24,13 @@ describe("sessions config", () => {
     }
     expect(error).toBeInstanceOf(ConfigError);
     const variables = (error as ConfigError).issues.map((i) => i.variable).sort();
-    expect(variables).toEqual(["CLOUD_PROVIDER", "PIN_HASH_SECRET", "STREAMING_HOST", "TAILSCALE_API_KEY"]);
+    expect(variables).toEqual([
+      "CLOUD_PROVIDER",
+      "PIN_HASH_SECRET",
+      "STREAMING_CREDENTIALS_KEY",
+      "STREAMING_HOST",
+      "TAILSCALE_API_KEY",
+    ]);
     expect(() =>
       loadConfig(sessionsConfigSchema, {
         NODE_ENV: "production",
@@ -32,6 +38,7 @@ describe("sessions config", () => {
         STREAMING_HOST: "sunshine",
         PRIVATE_NETWORK: "simulator",
         PIN_HASH_SECRET: "0123456789abcdef",
+        STREAMING_CREDENTIALS_KEY: Buffer.alloc(32, 7).toString("base64"),
       }),
     ).toThrow(/EC2_LAUNCH_TEMPLATE/);
   });

@@ -124,8 +124,13 @@ export const sessionsConfigSchema = z
       .describe(
         "Base URL of an instance's Sunshine API; {ip} is replaced by the instance's private-network IP",
       ),
-    STREAMING_HOST_USERNAME: z.string().default("sunshine").describe("Sunshine API basic-auth user"),
-    STREAMING_HOST_PASSWORD: z.string().default("").describe("Sunshine API basic-auth password"),
+    STREAMING_CREDENTIALS_KEY: z
+      .string()
+      .regex(/^[A-Za-z0-9+/]{43}=$/, "must be 32 bytes, base64")
+      .optional()
+      .describe(
+        "Key (32 bytes, base64) sealing each instance's own Sunshine API credentials at rest; required in production",
+      ),
     STREAMING_PORT: envInt(47989, 1).describe("Port the streaming client connects to (answered by connect)"),
     PAIRING_PIN_TTL_SECONDS: envInt(120, 10).describe("How long a pairing PIN is valid, in seconds"),
     PAIRING_RETRY_ATTEMPTS: envInt(5, 1).describe(
@@ -151,6 +156,9 @@ export const sessionsConfigSchema = z
       .describe('Tailnet name ("-" is the API key\'s default tailnet)'),
     TAILSCALE_API_KEY: z.string().default("").describe("Tailscale API access token"),
     VPN_KEY_TAGS: envList(["tag:cgs-client"]).describe("ACL tags of devices joined with a session's key"),
+    VPN_KEY_MAX_LIVE: envInt(3, 1).describe(
+      "Most unused, unexpired private-network keys one account may hold; past it vpn-key answers 429",
+    ),
     VPN_KEY_TTL_SECONDS: envInt(600, 60).describe(
       "Lifetime of an ephemeral private-network auth key, in seconds",
     ),
@@ -168,6 +176,13 @@ export const sessionsConfigSchema = z
       }
       if (c.PRIVATE_NETWORK === "tailscale" && !c.TAILSCALE_API_KEY) {
         ctx.addIssue({ code: "custom", path: ["TAILSCALE_API_KEY"], message: "is required with tailscale" });
+      }
+      if (!c.STREAMING_CREDENTIALS_KEY) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["STREAMING_CREDENTIALS_KEY"],
+          message: "is required in production",
+        });
       }
       if (!c.PIN_HASH_SECRET) {
         ctx.addIssue({ code: "custom", path: ["PIN_HASH_SECRET"], message: "is required in production" });

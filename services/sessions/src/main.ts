@@ -7,7 +7,8 @@ import * as schema from "./data/schema";
 
 // One set of adapters per process, shared by the HTTP app and the workers (the simulators hold state).
 let adapters: SessionsAppDeps | undefined;
-const adaptersFor = (context: SessionsContext) => (adapters ??= buildAdapters(context.config));
+const adaptersFor = (context: SessionsContext) =>
+  (adapters ??= buildAdapters(context.config, context.database.db));
 
 runService({
   name: "sessions",

@@ -2,7 +2,7 @@ import { eq } from "drizzle-orm";
 import { outboxTable, type AnyEvent } from "@cgs/shared";
 import { pairingPinsTable, sessionsTable } from "./data/session-tables";
 import { sweepIdleSessions } from "./domain/idle-sweep";
-import { startSessionsHarness, type SessionsHarness } from "./testing/sessions-harness";
+import { startRunningSession, startSessionsHarness, type SessionsHarness } from "./testing/sessions-harness";
 
 let h: SessionsHarness;
 let n = 0;
@@ -37,14 +37,7 @@ async function outboxEvents(accountId: string) {
   return rows.map((r) => r.payload as AnyEvent).filter((p) => p.accountId === accountId);
 }
 
-async function startRunning(accountId: string) {
-  const start = await h.call(accountId, "POST", "/api/v1/sessions/start");
-  expect(start.status).toBe(200);
-  await h.reconciler.tick();
-  const poll = await h.call(accountId, "GET", "/api/v1/sessions/poll");
-  expect(poll.body).toMatchObject({ state: "running", ready: true });
-  return poll.body as { instanceId: string; privateNetIp: string };
-}
+const startRunning = (accountId: string) => startRunningSession(h, accountId);
 
 describe("sessions lifecycle through the gateway", () => {
   it("when an account with credits goes through start, poll, pair, connect, vpn-key and stop, then each step answers its documented shape and state", async () => {
@@ -88,7 +81,10 @@ describe("sessions lifecycle through the gateway", () => {
     const vpn = await h.call(acct, "POST", "/api/v1/sessions/vpn-key");
     expect(vpn.status).toBe(200);
     expect(vpn.body.key).toMatch(/^tskey-auth-/);
-    expect(h.privateNetwork.requests.at(-1)).toMatchObject({ tags: ["tag:cgs-client"], expirySeconds: 600 });
+    expect(h.privateNetwork.requests.at(-1)).toMatchObject({
+      tags: ["tag:cgs-client", expect.stringMatching(/^tag:cgs-acct-[0-9a-f]{16}$/)],
+      expirySeconds: 600,
+    });
 
     const stop = await h.call(acct, "POST", "/api/v1/sessions/stop");
     expect(stop.status).toBe(200);

@@ -1,5 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { DescribeVolumesCommand, EC2Client } from "@aws-sdk/client-ec2";
+import { DescribeInstanceAttributeCommand, DescribeVolumesCommand, EC2Client } from "@aws-sdk/client-ec2";
+import { and, desc, eq } from "drizzle-orm";
+import { withStreamingCredentials } from "./cloud/credential-issuing-cloud";
+import { SimulatedStreamingHost } from "./cloud/streaming-host";
+import { sessionsTable } from "./data/session-tables";
+import type { StreamingCredentials } from "./domain/streaming-credentials";
 import { Ec2CloudProvider } from "./cloud/ec2-cloud-provider";
 import type { CloudProvider } from "./cloud/cloud-provider";
 import { Reconciler } from "./domain/reconciler";
@@ -42,16 +47,46 @@ afterAll(async () => {
   await h.close();
 });
 
+async function pollSessionRow(accountId: string) {
+  const [row] = await h.database.db
+    .select({ id: sessionsTable.id })
+    .from(sessionsTable)
+    .where(and(eq(sessionsTable.accountId, accountId)))
+    .orderBy(desc(sessionsTable.createdAt))
+    .limit(1);
+  return row!;
+}
+
 describe("the session lifecycle on the EC2 adapter (moto)", () => {
   it("when a session starts, runs and stops on EC2, then the volume is attached and kept and the states follow", async () => {
     const cloud = ec2Provider();
-    const deps: SessionsDomainDeps = { ...h.deps, cloud };
+    // The real composition: each launch issues the instance's own streaming-host credentials into its user data.
+    const issuing = withStreamingCredentials(cloud, h.vault);
+    const host = new SimulatedStreamingHost({
+      readyDelayMs: 0,
+      credentials: (sessionId) => h.vault.forSession(sessionId),
+      installed: (ip) => installedByIp.get(ip),
+    });
+    const installedByIp = new Map<string, StreamingCredentials>();
+    const deps: SessionsDomainDeps = { ...h.deps, cloud: issuing, streamingHost: host };
     const reconciler = new Reconciler(deps, settings);
     const acct = account();
     const token = await h.token(acct);
 
     const started = await startSession(deps, { accountId: acct, accessToken: token });
     expect(started).toMatchObject({ state: "starting" });
+    const userData = await ec2.send(
+      new DescribeInstanceAttributeCommand({ InstanceId: started.instanceId!, Attribute: "userData" }),
+    );
+    const cloudConfig = Buffer.from(userData.UserData?.Value ?? "", "base64").toString("utf8");
+    const envFile = Buffer.from(/content: (\S+)/.exec(cloudConfig)?.[1] ?? "", "base64").toString("utf8");
+    const credentials = await h.vault.forSession((await pollSessionRow(acct)).id);
+    expect(envFile).toBe(
+      `SUNSHINE_USERNAME=${credentials!.username}\nSUNSHINE_PASSWORD=${credentials!.password}\n`,
+    );
+    await reconciler.tick();
+    const launched = await pollSession(deps, acct);
+    installedByIp.set(launched.privateNetIp!, credentials!);
     await reconciler.tick();
     const running = await pollSession(deps, acct);
     expect(running).toMatchObject({ state: "running", ready: true, instanceId: started.instanceId });

@@ -83,7 +83,15 @@ export function extractToken(
   return { token: cookie, source: "cookie" };
 }
 
-/** Verifies the caller's JWT and sets res.locals.principal / accessToken / credentialSource; any failure is 401. */
+/** True for the verifier's 503: the identity provider is down, so the token could not be judged (never a 401). */
+export function isIdentityOutage(err: unknown): err is AppError {
+  return err instanceof AppError && err.code === "UNAVAILABLE";
+}
+
+/**
+ * Verifies the caller's JWT and sets res.locals.principal / accessToken / credentialSource; a bad token is 401,
+ * an identity-provider outage 503 (a 401 would make clients sign the user out).
+ */
 export function requireAuth(verifier: JwtVerifier, options: RequireAuthOptions = {}): RequestHandler {
   return async (req, res, next) => {
     const credential = extractToken(req, options);
@@ -98,8 +106,8 @@ export function requireAuth(verifier: JwtVerifier, options: RequireAuthOptions =
       locals.accessToken = credential.token;
       locals.credentialSource = credential.source;
       next();
-    } catch {
-      next(AppError.unauthenticated());
+    } catch (err) {
+      next(isIdentityOutage(err) ? err : AppError.unauthenticated());
     }
   };
 }

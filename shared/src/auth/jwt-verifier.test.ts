@@ -3,7 +3,12 @@ import type { AddressInfo } from "node:net";
 import express from "express";
 import pino from "pino";
 import { errorHandler } from "../errors";
-import { startTestIdentityProvider, tamperToken, type TestIdentityProvider } from "../testing/tokens";
+import {
+  startTestIdentityProvider,
+  tamperToken,
+  TEST_ALLOWED_AZP,
+  type TestIdentityProvider,
+} from "../testing/tokens";
 import { createJwtVerifier, type JwtVerifier } from "./jwt-verifier";
 import { getPrincipal, requireAuth } from "./auth-middleware";
 
@@ -16,6 +21,7 @@ beforeAll(async () => {
     issuer: idp.issuer,
     audience: idp.audience,
     jwksUrl: idp.jwksUrl,
+    allowedAzp: TEST_ALLOWED_AZP,
     clockToleranceSeconds: 5,
     jwksCooldownMs: 0,
   });
@@ -44,6 +50,11 @@ describe("createJwtVerifier", () => {
     ["signed by an unknown key", () => idp.signWithUnpublishedKey()],
     ["tampered", async () => tamperToken(await idp.sign())],
     ["garbage", async () => "not.a.jwt"],
+    ["issued to another client (azp)", () => idp.sign({ azp: "some-other-app" })],
+    ["without azp", () => idp.sign({ azp: undefined })],
+    ["a refresh token (typ Refresh)", () => idp.sign({ typ: "Refresh" })],
+    ["an ID token (typ ID)", () => idp.sign({ typ: "ID" })],
+    ["without typ", () => idp.sign({ typ: undefined })],
   ];
   it.each(rejected)("when the token is %s, then verify rejects with UNAUTHENTICATED", async (_name, make) => {
     await expect(verifier.verify(await make())).rejects.toMatchObject({
@@ -67,6 +78,86 @@ describe("createJwtVerifier", () => {
       identityUserId: "rotated",
     });
     expect(idp.jwksRequests).toBe(before + 1);
+  });
+});
+
+describe("createJwtVerifier with the production client list", () => {
+  it("when a token comes from the local test client, then the default list refuses it and the portal's passes", async () => {
+    const production = createJwtVerifier({
+      issuer: idp.issuer,
+      audience: idp.audience,
+      jwksUrl: idp.jwksUrl,
+    });
+    await expect(production.verify(await idp.sign())).rejects.toMatchObject({ status: 401 });
+    await expect(production.verify(await idp.sign({ azp: "cgs-portal" }))).resolves.toMatchObject({
+      identityUserId: "test-user",
+    });
+  });
+});
+
+describe("createJwtVerifier while the identity provider is down", () => {
+  // Each test has its own provider: closing it is the outage (connection refused on its port).
+  it("when the JWKS cannot be fetched, then known keys keep verifying and an unknown kid answers 503, never 401", async () => {
+    const own = await startTestIdentityProvider();
+    const v = createJwtVerifier({
+      issuer: own.issuer,
+      audience: own.audience,
+      jwksUrl: own.jwksUrl,
+      allowedAzp: TEST_ALLOWED_AZP,
+      jwksCooldownMs: 0,
+      jwksCacheMaxAgeMs: 0,
+      jwksTimeoutMs: 500,
+    });
+    const known = await own.sign({ sub: "known" });
+    await v.verify(known);
+    const rotatedKid = await own.rotate();
+    const unknownKid = await own.sign({ sub: "new-key" }, { kid: rotatedKid });
+    await own.close();
+
+    const started = Date.now();
+    await expect(v.verify(known)).resolves.toMatchObject({ identityUserId: "known" });
+    await expect(v.verify(unknownKid)).rejects.toMatchObject({
+      code: "UNAVAILABLE",
+      status: 503,
+      headers: { "Retry-After": "5" },
+    });
+    await expect(v.verify(tamperToken(known))).rejects.toMatchObject({ status: 401 });
+    expect(Date.now() - started).toBeLessThan(3_000);
+  });
+
+  it("when the provider was never reached, then every token answers 503", async () => {
+    const own = await startTestIdentityProvider();
+    const token = await own.sign();
+    await own.close();
+    const v = createJwtVerifier({
+      issuer: own.issuer,
+      audience: own.audience,
+      jwksUrl: own.jwksUrl,
+      allowedAzp: TEST_ALLOWED_AZP,
+      jwksTimeoutMs: 500,
+    });
+    await expect(v.verify(token)).rejects.toMatchObject({ code: "UNAVAILABLE", status: 503 });
+  });
+
+  it("when the JWKS hangs, then the fetch gives up within its timeout and answers 503", async () => {
+    const hung = http.createServer(() => undefined);
+    await new Promise<void>((r) => hung.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${(hung.address() as AddressInfo).port}/certs`;
+    try {
+      const v = createJwtVerifier({
+        issuer: idp.issuer,
+        audience: idp.audience,
+        jwksUrl: url,
+        allowedAzp: TEST_ALLOWED_AZP,
+        jwksTimeoutMs: 300,
+      });
+      const started = Date.now();
+      await expect(v.verify(await idp.sign())).rejects.toMatchObject({ status: 503 });
+      expect(Date.now() - started).toBeLessThan(2_000);
+    } finally {
+      hung.closeAllConnections();
+      await new Promise((r) => hung.close(r));
+    }
   });
 });
 

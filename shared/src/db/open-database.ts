@@ -76,6 +76,11 @@ async function openPostgres<TSchema extends DatabaseSchema>(
   });
   // An idle client losing its connection emits here; unhandled it would crash the process.
   pool.on("error", (err) => logger.error({ err }, "postgres pool client error"));
+  // So does a checked-out client between queries (a transaction awaiting JS when the server restarts): its
+  // next query fails and the request answers 503; the event itself must not take the process down.
+  pool.on("connect", (client) => {
+    client.on("error", (err) => logger.warn({ err }, "postgres connection lost"));
+  });
 
   try {
     const client = await pool.connect();

@@ -1,4 +1,4 @@
-import express, { type Express } from "express";
+import express, { type Express, type RequestHandler } from "express";
 import type { Logger } from "pino";
 import { errorHandler, notFoundHandler } from "../errors";
 import { healthRoutes, type ReadinessCheck } from "./health-routes";
@@ -14,6 +14,8 @@ export interface BaseAppOptions {
   trustProxy?: boolean | number | string | string[];
   /** The route template a request matched, for metric labels; defaults to Express's matched route. */
   metricsRoute?: RouteTemplateOf;
+  /** Runs before /healthz and /readyz, e.g. to hide the readiness probe from the public origin. */
+  beforeProbes?: RequestHandler;
 }
 
 /**
@@ -26,6 +28,7 @@ export function createBaseApp({
   jsonLimit = "100kb",
   trustProxy = "loopback",
   metricsRoute,
+  beforeProbes,
 }: BaseAppOptions): Express {
   const app = express();
   app.disable("x-powered-by");
@@ -33,6 +36,7 @@ export function createBaseApp({
   app.set("query parser", "simple");
   app.use(metricsMiddleware(metricsRoute));
   app.use(loggingMiddleware(logger));
+  if (beforeProbes) app.use(beforeProbes);
   app.use(healthRoutes(readiness));
   if (jsonLimit !== false) app.use(express.json({ limit: jsonLimit }));
   return app;

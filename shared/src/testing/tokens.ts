@@ -33,7 +33,7 @@ export interface TestSignOptions {
   kid?: string;
 }
 
-/** Claims to put in the token. Defaults: iss, aud, sub "test-user", iat now, exp now+1h. A key set to undefined is removed. */
+/** Claims to put in the token. Defaults: iss, aud, azp "cgs-test", typ "Bearer", sub "test-user", iat now, exp now+1h. A key set to undefined is removed. */
 export type TestClaims = { [claim: string]: unknown } & Partial<Record<keyof JWTPayload, unknown>>;
 
 export interface TestIdentityProvider {
@@ -58,6 +58,13 @@ export interface TestIdentityProvider {
   publicKeyPem(kid?: string): Promise<string>;
   close(): Promise<void>;
 }
+
+/** The local realm's password-grant client every test token comes from; never allowed in production. */
+export const TEST_CLIENT_ID = "cgs-test";
+/** The allowed clients (azp) of a test verifier: the platform's clients plus the test client. */
+export const TEST_ALLOWED_AZP = ["cgs-portal", "cgs-cli", TEST_CLIENT_ID];
+/** TEST_ALLOWED_AZP as the OIDC_ALLOWED_AZP variable. */
+export const TEST_ALLOWED_AZP_ENV = TEST_ALLOWED_AZP.join(",");
 
 const b64url = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString("base64url");
 
@@ -128,6 +135,8 @@ export async function startTestIdentityProvider(
     const merged: Record<string, unknown> = {
       iss: issuer,
       aud: audience,
+      azp: TEST_CLIENT_ID,
+      typ: "Bearer",
       sub: "test-user",
       iat: now,
       exp: now + 3600,

@@ -432,6 +432,7 @@ export interface components {
      *     | UNAUTHENTICATED | 401 |
      *     | INSUFFICIENT_CREDITS | 402 |
      *     | NOT_FOUND | 404 |
+     *     | METHOD_NOT_ALLOWED | 405 |
      *     | SESSION_ALREADY_RUNNING, SESSION_NOT_RUNNING, NOT_READY, ACCOUNT_PENDING_DELETION | 409 |
      *     | RATE_LIMITED | 429 |
      *     | INTERNAL | 500 |
@@ -453,7 +454,8 @@ export interface components {
       | "PASSWORD_REUSED"
       | "ACCOUNT_PENDING_DELETION"
       | "INTERNAL"
-      | "UNAVAILABLE";
+      | "UNAVAILABLE"
+      | "METHOD_NOT_ALLOWED";
     /** @description The one error body of the API. */
     Error: {
       error: components["schemas"]["ErrorCode"];
@@ -681,11 +683,6 @@ export interface components {
        * @default 15
        */
       idleTimeoutMinutes: number;
-      /**
-       * @description Send an e-mail when the balance drops below 15 minutes of play.
-       * @default true
-       */
-      lowBalanceEmail: boolean;
     };
     /**
      * @description A partial Preferences object (JSON merge patch, RFC 7396). Only the fields present change; the others keep their stored value. No field is nullable, so `null` (which would unset a field in merge-patch semantics) is rejected with VALIDATION_ERROR; send the default value explicitly instead. Unknown fields are rejected. An empty object is a no-op that returns the stored preferences.
@@ -716,8 +713,6 @@ export interface components {
       region?: string;
       /** @description Minutes without streaming-client input after which a running session is stopped (saves credits). */
       idleTimeoutMinutes?: number;
-      /** @description Send an e-mail when the balance drops below 15 minutes of play. */
-      lowBalanceEmail?: boolean;
     };
     Identity: {
       /** @description The identity provider's user id (the token's `sub` claim). */
@@ -938,6 +933,17 @@ export interface components {
         "application/json": components["schemas"]["Error"];
       };
     };
+    /** @description METHOD_NOT_ALLOWED: the path exists but not with this method (RFC 9110). The `Allow` header lists the methods it supports. */
+    MethodNotAllowed: {
+      headers: {
+        /** @description The methods the path supports, e.g. `GET`. */
+        Allow?: string;
+        [name: string]: unknown;
+      };
+      content: {
+        "application/json": components["schemas"]["Error"];
+      };
+    };
     /** @description CLOUD_CAPACITY: the cloud region is out of capacity. Transient; nothing is charged. Retry after `Retry-After` seconds, or start in another region. UNAVAILABLE: a system the operation depends on (billing, accounts, the streaming host, the private network) did not answer; transient, retry shortly. */
     ServiceUnavailable: {
       headers: {
@@ -1005,6 +1011,7 @@ export interface operations {
       400: components["responses"]["BadRequest"];
       401: components["responses"]["Unauthorized"];
       402: components["responses"]["PaymentRequired"];
+      405: components["responses"]["MethodNotAllowed"];
       409: components["responses"]["Conflict"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
@@ -1033,6 +1040,7 @@ export interface operations {
         };
       };
       401: components["responses"]["Unauthorized"];
+      405: components["responses"]["MethodNotAllowed"];
       409: components["responses"]["Conflict"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
@@ -1061,6 +1069,7 @@ export interface operations {
         };
       };
       401: components["responses"]["Unauthorized"];
+      405: components["responses"]["MethodNotAllowed"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
       503: components["responses"]["ServiceUnavailable"];
@@ -1088,6 +1097,7 @@ export interface operations {
         };
       };
       401: components["responses"]["Unauthorized"];
+      405: components["responses"]["MethodNotAllowed"];
       409: components["responses"]["Conflict"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
@@ -1116,6 +1126,7 @@ export interface operations {
         };
       };
       401: components["responses"]["Unauthorized"];
+      405: components["responses"]["MethodNotAllowed"];
       409: components["responses"]["Conflict"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
@@ -1144,6 +1155,7 @@ export interface operations {
         };
       };
       401: components["responses"]["Unauthorized"];
+      405: components["responses"]["MethodNotAllowed"];
       409: components["responses"]["Conflict"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
@@ -1172,6 +1184,7 @@ export interface operations {
         };
       };
       401: components["responses"]["Unauthorized"];
+      405: components["responses"]["MethodNotAllowed"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
       503: components["responses"]["ServiceUnavailable"];
@@ -1207,6 +1220,7 @@ export interface operations {
       };
       400: components["responses"]["BadRequest"];
       401: components["responses"]["Unauthorized"];
+      405: components["responses"]["MethodNotAllowed"];
       409: components["responses"]["Conflict"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
@@ -1249,6 +1263,7 @@ export interface operations {
       };
       400: components["responses"]["BadRequest"];
       401: components["responses"]["Unauthorized"];
+      405: components["responses"]["MethodNotAllowed"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
       503: components["responses"]["ServiceUnavailable"];
@@ -1276,6 +1291,7 @@ export interface operations {
         };
       };
       401: components["responses"]["Unauthorized"];
+      405: components["responses"]["MethodNotAllowed"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
       503: components["responses"]["ServiceUnavailable"];
@@ -1310,6 +1326,7 @@ export interface operations {
         };
       };
       400: components["responses"]["BadRequest"];
+      405: components["responses"]["MethodNotAllowed"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
       503: components["responses"]["ServiceUnavailable"];
@@ -1337,6 +1354,7 @@ export interface operations {
         };
       };
       401: components["responses"]["Unauthorized"];
+      405: components["responses"]["MethodNotAllowed"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
       503: components["responses"]["ServiceUnavailable"];
@@ -1370,6 +1388,7 @@ export interface operations {
       };
       400: components["responses"]["BadRequest"];
       401: components["responses"]["Unauthorized"];
+      405: components["responses"]["MethodNotAllowed"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
       503: components["responses"]["ServiceUnavailable"];
@@ -1397,6 +1416,7 @@ export interface operations {
         };
       };
       401: components["responses"]["Unauthorized"];
+      405: components["responses"]["MethodNotAllowed"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
       503: components["responses"]["ServiceUnavailable"];
@@ -1424,6 +1444,7 @@ export interface operations {
         };
       };
       401: components["responses"]["Unauthorized"];
+      405: components["responses"]["MethodNotAllowed"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
       503: components["responses"]["ServiceUnavailable"];
@@ -1447,6 +1468,7 @@ export interface operations {
           "application/json": components["schemas"]["Health"];
         };
       };
+      405: components["responses"]["MethodNotAllowed"];
       /** @description INTERNAL: unexpected server error. */
       500: {
         headers: {
@@ -1484,6 +1506,7 @@ export interface operations {
         };
       };
       400: components["responses"]["BadRequest"];
+      405: components["responses"]["MethodNotAllowed"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
       503: components["responses"]["ServiceUnavailable"];
@@ -1515,6 +1538,7 @@ export interface operations {
         };
       };
       400: components["responses"]["BadRequest"];
+      405: components["responses"]["MethodNotAllowed"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
       503: components["responses"]["ServiceUnavailable"];

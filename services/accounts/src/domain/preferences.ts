@@ -13,7 +13,6 @@ export interface Preferences {
   codec: (typeof CODECS)[number];
   region: string;
   idleTimeoutMinutes: number;
-  lowBalanceEmail: boolean;
 }
 
 export type StoredPreferences = Partial<Preferences>;
@@ -25,7 +24,6 @@ export const DEFAULT_PREFERENCES: Readonly<Preferences> = Object.freeze({
   codec: "h264",
   region: "us-east-1",
   idleTimeoutMinutes: 15,
-  lowBalanceEmail: true,
 });
 
 type FieldCheck = (value: unknown) => string | null;
@@ -52,7 +50,6 @@ const checks: Record<keyof Preferences, FieldCheck> = {
       ? null
       : "must be a cloud region such as us-east-1",
   idleTimeoutMinutes: integerBetween(5, 240),
-  lowBalanceEmail: (value) => (typeof value === "boolean" ? null : "must be a boolean"),
 };
 
 const isPreferenceField = (name: string): name is keyof Preferences =>
@@ -77,7 +74,10 @@ export function parsePreferencesPatch(body: unknown): StoredPreferences {
   return patch as StoredPreferences;
 }
 
-/** Stored fields over the defaults, in the documented field order; ignores anything no longer valid. */
+/**
+ * Stored fields over the defaults, in the documented field order; ignores anything no longer valid or no longer
+ * a preference (lowBalanceEmail, removed: no low-balance e-mail is ever sent, spec §6).
+ */
 export function effectivePreferences(stored: StoredPreferences | null | undefined): Preferences {
   const result: Record<string, unknown> = { ...DEFAULT_PREFERENCES };
   for (const [name, value] of Object.entries(stored ?? {})) {

@@ -61,6 +61,7 @@ export async function startAuthProxy(
     verifier: createJwtVerifier({
       issuer: config.OIDC_ISSUER,
       audience: config.OIDC_AUDIENCE,
+      allowedAzp: config.OIDC_ALLOWED_AZP,
       jwksUrl: `${config.OIDC_ISSUER}/protocol/openid-connect/certs`,
     }),
   };

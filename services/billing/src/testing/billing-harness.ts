@@ -11,7 +11,11 @@ import {
   type OpenedDatabase,
 } from "@cgs/shared";
 import { createTestDatabase, type TestDatabase } from "@cgs/shared/testing/db";
-import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
+import {
+  startTestIdentityProvider,
+  TEST_ALLOWED_AZP_ENV,
+  type TestIdentityProvider,
+} from "@cgs/shared/testing/tokens";
 import { billingDeps, createApp, type BillingAdapters, type BillingContext } from "../app";
 import { billingConfigSchema, type BillingConfig } from "../config";
 import type { BillingDeps } from "../domain/billing-deps";
@@ -126,6 +130,7 @@ export async function startBillingTestService(
   const config = billingTestConfig({
     OIDC_ISSUER: idp.issuer,
     OIDC_AUDIENCE: idp.audience,
+    OIDC_ALLOWED_AZP: TEST_ALLOWED_AZP_ENV,
     OIDC_JWKS_URL: idp.jwksUrl,
     OIDC_JWKS_COOLDOWN_MS: "0",
     ACCOUNTS_URL: accounts.url,

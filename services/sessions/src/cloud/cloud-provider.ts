@@ -1,3 +1,5 @@
+import type { StreamingCredentials } from "../domain/streaming-credentials";
+
 export type InstanceState = "pending" | "running" | "stopping" | "stopped" | "shutting-down" | "terminated";
 
 export interface CloudInstance {
@@ -13,6 +15,8 @@ export interface LaunchRequest {
   accountId: string;
   sessionId: string;
   availabilityZone: string;
+  /** This instance's own streaming-host API credentials, installed at boot (never shared between instances). */
+  streamingCredentials?: StreamingCredentials;
 }
 
 export interface CreateVolumeRequest {

@@ -21,6 +21,7 @@ import {
   type InstanceState,
   type LaunchRequest,
 } from "./cloud-provider";
+import type { StreamingCredentials } from "../domain/streaming-credentials";
 
 export interface Ec2Settings {
   region: string;
@@ -37,6 +38,21 @@ export interface Ec2Settings {
   volumeDevice: string;
   /** DescribeInstances MaxResults (5-1000). */
   pageSize: number;
+}
+
+/** cloud-init for the streaming image: writes the instance's own Sunshine API credentials (read by its boot unit). */
+export function streamingUserData(credentials: StreamingCredentials): string {
+  const env = `SUNSHINE_USERNAME=${credentials.username}\nSUNSHINE_PASSWORD=${credentials.password}\n`;
+  const cloudConfig = [
+    "#cloud-config",
+    "write_files:",
+    "  - path: /etc/cgs/sunshine-credentials.env",
+    "    permissions: '0600'",
+    "    encoding: b64",
+    `    content: ${Buffer.from(env).toString("base64")}`,
+    "",
+  ].join("\n");
+  return Buffer.from(cloudConfig).toString("base64");
 }
 
 /** EC2's codes for "no capacity right now" (RunInstances), all transient from the user's point of view. */
@@ -118,6 +134,7 @@ export class Ec2CloudProvider implements CloudProvider {
               : { LaunchTemplateName: s.launchTemplate, Version: s.launchTemplateVersion },
           }
         : { ImageId: s.amiId, InstanceType: s.instanceType as RunInstancesCommandInput["InstanceType"] }),
+      ...(request.streamingCredentials ? { UserData: streamingUserData(request.streamingCredentials) } : {}),
       ...(s.subnetId ? { SubnetId: s.subnetId } : {}),
       ...(s.securityGroupIds && s.securityGroupIds.length > 0
         ? { SecurityGroupIds: s.securityGroupIds }

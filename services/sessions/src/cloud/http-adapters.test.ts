@@ -2,6 +2,8 @@ import { startSunshineStandIn, startTailscaleStandIn } from "../testing/streamin
 import { TailscalePrivateNetwork } from "./private-network";
 import { SunshineStreamingHost } from "./streaming-host";
 
+const SESSION = "3f1c2d9e-0000-4000-8000-000000000001";
+
 describe("SunshineStreamingHost over HTTP", () => {
   it("when the host answers, then readiness is true and the PIN reaches POST /api/pin with basic auth", async () => {
     const sunshine = await startSunshineStandIn({ username: "admin", password: "s3cret" });
@@ -9,12 +11,11 @@ describe("SunshineStreamingHost over HTTP", () => {
       const port = new URL(sunshine.url).port;
       const host = new SunshineStreamingHost({
         urlTemplate: `http://{ip}:${port}`,
-        username: "admin",
-        password: "s3cret",
+        credentials: async () => ({ username: "admin", password: "s3cret" }),
         timeoutMs: 2_000,
       });
-      expect(await host.isReady("127.0.0.1")).toBe(true);
-      await host.submitPin("127.0.0.1", "0427", "cgs-client");
+      expect(await host.isReady("127.0.0.1", SESSION)).toBe(true);
+      await host.submitPin("127.0.0.1", SESSION, "0427", "cgs-client");
       expect(sunshine.pins).toEqual([{ pin: "0427", name: "cgs-client" }]);
       expect(sunshine.requests.at(-1)).toMatchObject({ method: "POST", path: "/api/pin" });
     } finally {
@@ -28,21 +29,19 @@ describe("SunshineStreamingHost over HTTP", () => {
       const port = new URL(sunshine.url).port;
       const wrong = new SunshineStreamingHost({
         urlTemplate: `http://{ip}:${port}`,
-        username: "admin",
-        password: "wrong",
+        credentials: async () => ({ username: "admin", password: "wrong" }),
         timeoutMs: 2_000,
       });
-      expect(await wrong.isReady("127.0.0.1")).toBe(false);
-      await expect(wrong.submitPin("127.0.0.1", "1234", "c")).rejects.toThrow(/401/);
+      expect(await wrong.isReady("127.0.0.1", SESSION)).toBe(false);
+      await expect(wrong.submitPin("127.0.0.1", SESSION, "1234", "c")).rejects.toThrow(/401/);
       sunshine.refuseNext = 1;
       const right = new SunshineStreamingHost({
         urlTemplate: `http://{ip}:${port}`,
-        username: "admin",
-        password: "right",
+        credentials: async () => ({ username: "admin", password: "right" }),
         timeoutMs: 2_000,
       });
-      expect(await right.isReady("127.0.0.1")).toBe(false);
-      expect(await right.isReady("127.0.0.1")).toBe(true);
+      expect(await right.isReady("127.0.0.1", SESSION)).toBe(false);
+      expect(await right.isReady("127.0.0.1", SESSION)).toBe(true);
     } finally {
       await sunshine.close();
     }
@@ -51,11 +50,10 @@ describe("SunshineStreamingHost over HTTP", () => {
   it("when nothing listens at the host address, then readiness is false", async () => {
     const host = new SunshineStreamingHost({
       urlTemplate: "http://{ip}:9",
-      username: "u",
-      password: "p",
+      credentials: async () => ({ username: "u", password: "p" }),
       timeoutMs: 500,
     });
-    expect(await host.isReady("127.0.0.1")).toBe(false);
+    expect(await host.isReady("127.0.0.1", SESSION)).toBe(false);
   });
 });
 
@@ -91,6 +89,23 @@ describe("TailscalePrivateNetwork over HTTP", () => {
           },
         },
       ]);
+    } finally {
+      await tailscale.close();
+    }
+  });
+
+  it("when an account's live keys are listed, then only unexpired keys carrying its tag count", async () => {
+    const tailscale = await startTailscaleStandIn({ apiKey: "tskey-api-test" });
+    try {
+      const settings = { tailnet: "-", apiKey: "tskey-api-test", timeoutMs: 2_000 };
+      const network = new TailscalePrivateNetwork({ ...settings, apiUrl: tailscale.url });
+      const mint = (tags: string[]) => network.createAuthKey({ tags, expirySeconds: 600, description: "d" });
+      await mint(["tag:cgs-client", "tag:cgs-acct-aaaa"]);
+      await mint(["tag:cgs-client", "tag:cgs-acct-aaaa"]);
+      await mint(["tag:cgs-client", "tag:cgs-acct-bbbb"]);
+      expect(await network.liveKeys("tag:cgs-acct-aaaa")).toHaveLength(2);
+      expect(await network.liveKeys("tag:cgs-acct-bbbb")).toHaveLength(1);
+      expect(await network.liveKeys("tag:cgs-acct-cccc")).toEqual([]);
     } finally {
       await tailscale.close();
     }

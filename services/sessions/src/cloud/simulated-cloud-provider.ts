@@ -7,6 +7,8 @@ import {
   type DescribeResult,
   type LaunchRequest,
 } from "./cloud-provider";
+import type { StreamingCredentials } from "../domain/streaming-credentials";
+import { accountNetworkTag } from "./private-network";
 
 export interface SimulatorSettings {
   region: string;
@@ -26,6 +28,7 @@ interface SimInstance {
   lost: boolean;
   publicIp: string;
   privateIp: string;
+  streamingCredentials?: StreamingCredentials;
 }
 
 export interface SimVolume {
@@ -133,10 +136,27 @@ export class SimulatedCloudProvider implements CloudProvider {
       lost: false,
       publicIp: `198.18.${(n >> 8) & 255}.${n & 255}`,
       privateIp: `100.64.${(n >> 8) & 255}.${n & 255}`,
+      ...(request.streamingCredentials ? { streamingCredentials: { ...request.streamingCredentials } } : {}),
     };
     this.instances.set(instance.instanceId, instance);
     this.bySession.set(request.sessionId, instance);
     return Promise.resolve({ instanceId: instance.instanceId });
+  }
+
+  /** The private-network tags the live instance at this IP joined with: its account's tag. */
+  hostTags(privateIp: string): string[] {
+    for (const i of this.instances.values()) {
+      if (i.privateIp === privateIp && !i.terminated) return [accountNetworkTag(i.accountId)];
+    }
+    return [];
+  }
+
+  /** The streaming-host credentials installed at launch on the live instance with this private IP. */
+  installedCredentials(privateIp: string): StreamingCredentials | undefined {
+    for (const i of this.instances.values()) {
+      if (i.privateIp === privateIp && !i.terminated) return i.streamingCredentials;
+    }
+    return undefined;
   }
 
   describeInstances(sessionIds: readonly string[]): Promise<DescribeResult> {

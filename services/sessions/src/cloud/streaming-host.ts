@@ -1,20 +1,24 @@
-/** The streaming server on an instance (Sunshine): readiness and pairing. */
+import type { StreamingCredentials } from "../domain/streaming-credentials";
+
+/** The streaming server on a session's instance (Sunshine): readiness and pairing, with that instance's own credentials. */
 export interface StreamingHost {
-  /** True when the host at this address answers its API. */
-  isReady(hostIp: string): Promise<boolean>;
+  /** True when the session's host at this address answers its API. */
+  isReady(hostIp: string, sessionId: string): Promise<boolean>;
   /** Hands a pairing PIN to the host (Sunshine's POST /api/pin). Throws when the host does not accept it. */
-  submitPin(hostIp: string, pin: string, clientName: string): Promise<void>;
+  submitPin(hostIp: string, sessionId: string, pin: string, clientName: string): Promise<void>;
 }
+
+/** The session's own streaming-host credentials (undefined when none were issued). */
+export type CredentialLookup = (sessionId: string) => Promise<StreamingCredentials | undefined>;
 
 export interface SunshineSettings {
   /** Base URL with `{ip}` in place of the host address, e.g. https://{ip}:47990. */
   urlTemplate: string;
-  username: string;
-  password: string;
+  credentials: CredentialLookup;
   timeoutMs: number;
 }
 
-/** Sunshine's web API over HTTP(S) with basic auth. */
+/** Sunshine's web API over HTTP(S) with basic auth: each instance's own pair, never a shared one. */
 export class SunshineStreamingHost implements StreamingHost {
   constructor(private readonly settings: SunshineSettings) {}
 
@@ -22,15 +26,17 @@ export class SunshineStreamingHost implements StreamingHost {
     return this.settings.urlTemplate.replace("{ip}", hostIp).replace(/\/+$/, "") + path;
   }
 
-  private headers(): Record<string, string> {
-    const basic = Buffer.from(`${this.settings.username}:${this.settings.password}`).toString("base64");
+  private async headers(sessionId: string): Promise<Record<string, string>> {
+    const credentials = await this.settings.credentials(sessionId);
+    if (!credentials) throw new Error(`no streaming-host credentials for session ${sessionId}`);
+    const basic = Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64");
     return { authorization: `Basic ${basic}`, "content-type": "application/json" };
   }
 
-  async isReady(hostIp: string): Promise<boolean> {
+  async isReady(hostIp: string, sessionId: string): Promise<boolean> {
     try {
       const res = await fetch(this.url(hostIp, "/api/apps"), {
-        headers: this.headers(),
+        headers: await this.headers(sessionId),
         signal: AbortSignal.timeout(this.settings.timeoutMs),
       });
       await res.arrayBuffer();
@@ -40,10 +46,10 @@ export class SunshineStreamingHost implements StreamingHost {
     }
   }
 
-  async submitPin(hostIp: string, pin: string, clientName: string): Promise<void> {
+  async submitPin(hostIp: string, sessionId: string, pin: string, clientName: string): Promise<void> {
     const res = await fetch(this.url(hostIp, "/api/pin"), {
       method: "POST",
-      headers: this.headers(),
+      headers: await this.headers(sessionId),
       body: JSON.stringify({ pin, name: clientName }),
       signal: AbortSignal.timeout(this.settings.timeoutMs),
     });
@@ -60,9 +66,19 @@ export class SunshineStreamingHost implements StreamingHost {
   }
 }
 
+export interface SimulatedStreamingHostSettings {
+  readyDelayMs: number;
+  now?: () => number;
+  /** The credentials the sessions service presents for a session (its vault); unset = no check. */
+  credentials?: CredentialLookup;
+  /** The credentials installed on the host at this address at launch (the cloud simulator's record). */
+  installed?: (hostIp: string) => StreamingCredentials | undefined;
+}
+
 /**
  * In-process stand-in for `npm start` and tests: a host answers `readyDelayMs` after it was first probed,
- * and records the PINs it was given. `down()` makes a host refuse everything.
+ * and records the PINs it was given. `down()` makes a host refuse everything. Like Sunshine, a host refuses
+ * (401) credentials other than the ones installed on it at launch.
  */
 export class SimulatedStreamingHost implements StreamingHost {
   private readonly firstSeen = new Map<string, number>();
@@ -70,7 +86,21 @@ export class SimulatedStreamingHost implements StreamingHost {
   readonly pins = new Map<string, { pin: string; name: string }>();
   probes = 0;
 
-  constructor(private readonly settings: { readyDelayMs: number; now?: () => number }) {}
+  constructor(private readonly settings: SimulatedStreamingHostSettings) {}
+
+  /** Whether the credentials presented for this session are the ones installed on the host at hostIp. */
+  async accepts(hostIp: string, sessionId: string): Promise<boolean> {
+    const { credentials, installed } = this.settings;
+    if (!credentials || !installed) return true;
+    const presented = await credentials(sessionId);
+    const expected = installed(hostIp);
+    return (
+      presented !== undefined &&
+      expected !== undefined &&
+      presented.username === expected.username &&
+      presented.password === expected.password
+    );
+  }
 
   private now(): number {
     return (this.settings.now ?? Date.now)();
@@ -92,14 +122,14 @@ export class SimulatedStreamingHost implements StreamingHost {
     return this.now() - first >= this.settings.readyDelayMs;
   }
 
-  isReady(hostIp: string): Promise<boolean> {
+  async isReady(hostIp: string, sessionId: string): Promise<boolean> {
     this.probes += 1;
-    return Promise.resolve(this.answers(hostIp));
+    return this.answers(hostIp) && (await this.accepts(hostIp, sessionId));
   }
 
-  submitPin(hostIp: string, pin: string, clientName: string): Promise<void> {
-    if (!this.answers(hostIp)) return Promise.reject(new Error(`streaming host ${hostIp} is not answering`));
+  async submitPin(hostIp: string, sessionId: string, pin: string, clientName: string): Promise<void> {
+    if (!this.answers(hostIp)) throw new Error(`streaming host ${hostIp} is not answering`);
+    if (!(await this.accepts(hostIp, sessionId))) throw new Error("streaming host answered 401 to /api/pin");
     this.pins.set(hostIp, { pin, name: clientName });
-    return Promise.resolve();
   }
 }

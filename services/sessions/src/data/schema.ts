@@ -1,2 +1,3 @@
 export { outboxTable, processedEventsTable } from "@cgs/shared";
 export { idempotencyKeysTable, pairingPinsTable, sessionsTable, volumesTable } from "./session-tables";
+export { streamingCredentialsTable } from "./streaming-credential-tables";

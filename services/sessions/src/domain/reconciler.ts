@@ -165,7 +165,9 @@ export class Reconciler {
         }
       }
       // Probing before the write lets a host that is already up go straight to ready in one update.
-      const ready = instance.privateIp ? await this.deps.streamingHost.isReady(instance.privateIp) : false;
+      const ready = instance.privateIp
+        ? await this.deps.streamingHost.isReady(instance.privateIp, instance.sessionId)
+        : false;
       const running = await this.deps.db.transaction(async (tx) => {
         const updated = await updateSessionIf(tx, row.id, "starting", {
           state: "running",
@@ -198,7 +200,7 @@ export class Reconciler {
   /** Asks the streaming host whether it answers; marks the session ready when it does. */
   private async probe(row: SessionRow): Promise<boolean> {
     if (!row.privateNetIp) return false;
-    if (!(await this.deps.streamingHost.isReady(row.privateNetIp))) return false;
+    if (!(await this.deps.streamingHost.isReady(row.privateNetIp, row.id))) return false;
     return (await updateSessionIf(this.deps.db, row.id, "running", { ready: true })) !== undefined;
   }
 

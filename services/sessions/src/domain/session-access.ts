@@ -9,6 +9,7 @@ import {
 import type { SessionRow } from "../data/session-tables";
 import type { SessionsDomainDeps } from "./session-deps";
 import { toSessionStatus, type SessionStatus } from "./session-status";
+import { accountNetworkTag } from "../cloud/private-network";
 
 /** Answered from the service's own state only: no cloud call per poll. */
 export async function pollSession(deps: SessionsDomainDeps, accountId: string): Promise<SessionStatus> {
@@ -51,7 +52,7 @@ export async function createPairingPin(deps: SessionsDomainDeps, accountId: stri
   let accepted = false;
   for (let attempt = 1; attempt <= config.PAIRING_RETRY_ATTEMPTS && !accepted; attempt += 1) {
     try {
-      await streamingHost.submitPin(session.privateNetIp, pin, "cgs-client");
+      await streamingHost.submitPin(session.privateNetIp, session.id, pin, "cgs-client");
       accepted = true;
     } catch (err) {
       lastError = err;
@@ -87,9 +88,26 @@ export async function createVpnKey(
   accountId: string,
 ): Promise<{ key: string; expiresAt: string }> {
   const session = await liveSession(deps, accountId);
+  const accountTag = accountNetworkTag(accountId);
+  let live;
+  try {
+    live = await deps.privateNetwork.liveKeys(accountTag);
+  } catch (err) {
+    deps.logger.warn({ err, sessionId: session.id }, "private network did not list keys");
+    throw AppError.unavailable("The private network is unavailable; try again shortly", 5);
+  }
+  if (live.length >= deps.config.VPN_KEY_MAX_LIVE) {
+    const soonest = Math.min(...live.map((k) => k.expiresAt.getTime()));
+    const wait = Math.max(1, Math.ceil((soonest - Date.now()) / 1000));
+    throw AppError.rateLimited(
+      wait,
+      `At most ${deps.config.VPN_KEY_MAX_LIVE} unused private-network keys per account; retry in ${wait} seconds`,
+    );
+  }
   try {
     const key = await deps.privateNetwork.createAuthKey({
-      tags: deps.config.VPN_KEY_TAGS,
+      // The account tag is what the tailnet ACL matches: a device joined with it reaches only this account's host.
+      tags: [...deps.config.VPN_KEY_TAGS, accountTag],
       expirySeconds: deps.config.VPN_KEY_TTL_SECONDS,
       // Tailscale limits descriptions to 50 letters, digits and dashes.
       description: `cgs-session-${session.id.slice(0, 8)}`,

@@ -14,7 +14,6 @@ const defaultPreferences = {
   codec: "h264",
   region: "us-east-1",
   idleTimeoutMinutes: 15,
-  lowBalanceEmail: true,
 };
 
 /**

@@ -14,7 +14,12 @@ import {
 } from "@cgs/shared";
 import type { DatabaseKind } from "@cgs/shared";
 import { openTestDatabase, type OpenedTestDatabase } from "@cgs/shared/testing/db";
-import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
+import {
+  startTestIdentityProvider,
+  TEST_ALLOWED_AZP,
+  TEST_ALLOWED_AZP_ENV,
+  type TestIdentityProvider,
+} from "@cgs/shared/testing/tokens";
 import { createApp as createGatewayApp } from "../../../../gateway/src/app";
 import { loadGatewayConfig } from "../../../../gateway/src/config";
 import { closedPortUrl, gatewayTestEnv } from "../../../../gateway/src/testing/gateway-harness";
@@ -22,13 +27,16 @@ import { createApp, type SessionsContext } from "../app";
 import { createAccountsClient } from "../clients/accounts-client";
 import { createBillingClient } from "../clients/billing-client";
 import { SimulatedPrivateNetwork } from "../cloud/private-network";
+import { withStreamingCredentials } from "../cloud/credential-issuing-cloud";
 import { SimulatedCloudProvider } from "../cloud/simulated-cloud-provider";
 import { SimulatedStreamingHost } from "../cloud/streaming-host";
 import { reconcilerFor, startSessionsWorkers } from "../composition";
 import { sessionsConfigSchema, type SessionsConfig } from "../config";
 import * as schema from "../data/schema";
+import { StreamingCredentialRepository } from "../data/streaming-credential-repository";
 import type { Reconciler } from "../domain/reconciler";
 import type { SessionsDomainDeps } from "../domain/session-deps";
+import { LOCAL_STREAMING_CREDENTIALS_KEY, StreamingCredentialVault } from "../domain/streaming-credentials";
 import { startAccountsStandIn, type AccountsStandIn } from "./accounts-stand-in";
 import { startBillingStandIn, type BillingStandIn } from "./billing-stand-in";
 
@@ -53,6 +61,8 @@ export interface SessionsHarness {
   accounts: AccountsStandIn;
   cloud: SimulatedCloudProvider;
   streamingHost: SimulatedStreamingHost;
+  /** Per-instance streaming-host credentials (sealed in the sessions database). */
+  vault: StreamingCredentialVault;
   privateNetwork: SimulatedPrivateNetwork;
   database: OpenedTestDatabase<typeof schema>;
   config: SessionsConfig;
@@ -112,6 +122,7 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
   const verifierSettings = {
     OIDC_ISSUER: idp.issuer,
     OIDC_AUDIENCE: idp.audience,
+    OIDC_ALLOWED_AZP: TEST_ALLOWED_AZP_ENV,
     OIDC_JWKS_URL: idp.jwksUrl,
     OIDC_JWKS_COOLDOWN_MS: "0",
   };
@@ -119,6 +130,7 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
     issuer: idp.issuer,
     audience: idp.audience,
     jwksUrl: idp.jwksUrl,
+    allowedAzp: TEST_ALLOWED_AZP,
     clockToleranceSeconds: 5,
     jwksCooldownMs: 0,
   });
@@ -155,10 +167,18 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
     bootDelayMs: options.bootDelayMs ?? 0,
     pageSize: config.SIMULATOR_PAGE_SIZE,
   });
-  const streamingHost = new SimulatedStreamingHost({ readyDelayMs: options.hostReadyDelayMs ?? 0 });
-  const privateNetwork = new SimulatedPrivateNetwork();
+  const vault = new StreamingCredentialVault(
+    new StreamingCredentialRepository(database.db),
+    LOCAL_STREAMING_CREDENTIALS_KEY,
+  );
+  const streamingHost = new SimulatedStreamingHost({
+    readyDelayMs: options.hostReadyDelayMs ?? 0,
+    credentials: (sessionId) => vault.forSession(sessionId),
+    installed: (ip) => cloud.installedCredentials(ip),
+  });
+  const privateNetwork = new SimulatedPrivateNetwork((ip) => cloud.hostTags(ip));
   const adapters = {
-    cloud,
+    cloud: withStreamingCredentials(cloud, vault),
     streamingHost,
     privateNetwork,
     accounts: createAccountsClient({
@@ -230,6 +250,7 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
     accounts,
     cloud,
     streamingHost,
+    vault,
     privateNetwork,
     database,
     config,
@@ -257,4 +278,19 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
       for (const close of closers) await close();
     },
   };
+}
+
+/** Starts a session for the account through the gateway and ticks the reconciler until it is running and ready. */
+export async function startRunningSession(
+  h: SessionsHarness,
+  accountId: string,
+): Promise<{ instanceId: string; privateNetIp: string }> {
+  const start = await h.call(accountId, "POST", "/api/v1/sessions/start");
+  if (start.status !== 200) throw new Error(`start answered ${start.status}: ${JSON.stringify(start.body)}`);
+  await h.reconciler.tick();
+  const poll = await h.call(accountId, "GET", "/api/v1/sessions/poll");
+  if (poll.body?.state !== "running" || poll.body?.ready !== true) {
+    throw new Error(`session not running and ready: ${JSON.stringify(poll.body)}`);
+  }
+  return poll.body as { instanceId: string; privateNetIp: string };
 }

@@ -46,28 +46,32 @@ export interface TailscaleStandIn extends HttpStandIn {
   keys: Array<{ tailnet: string; body: unknown }>;
 }
 
-/** A Tailscale-API-shaped POST /api/v2/tailnet/{tailnet}/keys behind a bearer API key, for the adapter's tests. */
+/**
+ * A Tailscale-API-shaped POST (create) and GET (list, ?all=true) /api/v2/tailnet/{tailnet}/keys behind a bearer
+ * API key, for the adapter's tests.
+ */
 export async function startTailscaleStandIn(options: { apiKey: string }): Promise<TailscaleStandIn> {
   const keys: Array<{ tailnet: string; body: unknown }> = [];
+  const listed: unknown[] = [];
   const server = await startJsonServer((req) => {
     if (req.headers.authorization !== `Bearer ${options.apiKey}`)
       return { status: 401, body: { message: "unauthorized" } };
     const match = /^\/api\/v2\/tailnet\/([^/]+)\/keys$/.exec(req.path);
+    if (req.method === "GET" && match) return { status: 200, body: { keys: listed } };
     if (req.method !== "POST" || !match) return { status: 404, body: { message: "not found" } };
     const body = req.body as { expirySeconds?: number; capabilities?: unknown };
     keys.push({ tailnet: decodeURIComponent(match[1] ?? ""), body });
     const created = new Date();
     const expires = new Date(created.getTime() + (body.expirySeconds ?? 7776000) * 1000);
-    return {
-      status: 200,
-      body: {
-        id: `k${keys.length}CNTRL`,
-        key: `tskey-auth-k${keys.length}CNTRL-${"x".repeat(32)}`,
-        created: created.toISOString(),
-        expires: expires.toISOString(),
-        capabilities: body.capabilities,
-      },
+    const id = `k${keys.length}CNTRL`;
+    const meta = {
+      id,
+      created: created.toISOString(),
+      expires: expires.toISOString(),
+      capabilities: body.capabilities,
     };
+    listed.push(meta);
+    return { status: 200, body: { ...meta, key: `tskey-auth-${id}-${"x".repeat(32)}` } };
   });
   return { ...server, keys };
 }
