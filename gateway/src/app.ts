@@ -124,7 +124,14 @@ export function createApp(deps: GatewayDeps): Express {
     oidc,
     verifier,
     logger,
-    coordinator: redis ? createRedisRefreshCoordinator({ redis, secret: cookieSecret, logger }) : undefined,
+    coordinator: deps.redis
+      ? createRedisRefreshCoordinator({
+          redis: deps.redis,
+          secret: cookieSecret,
+          logger,
+          commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS,
+        })
+      : undefined,
   });
   app.use(
     portalRoutes({

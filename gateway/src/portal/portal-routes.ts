@@ -176,7 +176,11 @@ export function portalRoutes(options: PortalOptions): Router {
   ): Promise<{ token: string; principal: Principal } | null> => {
     const token = readCookie(req.headers.cookie, options.sessionCookieName);
     if (token) {
-      const principal = await options.verifier.verify(token).catch(() => null);
+      const principal = await options.verifier.verify(token).catch((err: unknown) => {
+        // An identity-provider outage is answered as such; only a bad or expired cookie falls to the refresh.
+        if (err instanceof AppError && err.code === "UNAVAILABLE") throw err;
+        return null;
+      });
       if (principal) return { token, principal };
     }
     const refreshed = await options.sessions.refresh(req);

@@ -2,7 +2,7 @@ import { hkdfSync } from "node:crypto";
 import type { Request } from "express";
 import { CompactEncrypt, compactDecrypt } from "jose";
 import type { Logger } from "pino";
-import { isSameOriginRequest, readCookie, type JwtVerifier, type Principal } from "@cgs/shared";
+import { AppError, isSameOriginRequest, readCookie, type JwtVerifier, type Principal } from "@cgs/shared";
 import { RefreshRejectedError, type OidcClient, type OidcTokens } from "./oidc-login";
 import { portalCookie, refreshCookieSecure } from "./portal-cookies";
 import { localRefreshCoordinator, type RefreshCoordinator } from "./refresh-coordinator";
@@ -166,6 +166,8 @@ export function createBrowserSessions(options: BrowserSessionOptions): BrowserSe
       const setCookies = await cookiesFor(tokens, principal.expiresAt);
       return { kind: "refreshed", accessToken: tokens.accessToken, principal, setCookies };
     } catch (err) {
+      // The new token is fine but its key cannot be fetched: an outage, not a reason to sign the browser out.
+      if (err instanceof AppError && err.code === "UNAVAILABLE") return { kind: "unavailable" };
       options.logger.warn({ err }, "refreshed access token failed verification");
       return { kind: "rejected" };
     }
