@@ -1,4 +1,7 @@
+import { eq, inArray } from "drizzle-orm";
+import { outboxTable, type AnyEvent } from "@cgs/shared";
 import { claimActiveSessions } from "./data/session-repository";
+import { sessionsTable } from "./data/session-tables";
 import { Reconciler } from "./domain/reconciler";
 import { startSessionsHarness, type SessionsHarness } from "./testing/sessions-harness";
 
@@ -17,6 +20,13 @@ afterEach(() => {
   expect(h.contractViolations).toEqual([]);
   h.cloud.setBootDelay(0);
 });
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function sessionOf(accountId: string) {
+  const rows = await h.database.db.select().from(sessionsTable).where(eq(sessionsTable.accountId, accountId));
+  return rows[0]!;
+}
 
 const reconcilerSettings = { batchSize: 1000, leaseMs: 30_000, startTimeoutMs: 60_000, describeGraceMs: 0 };
 
@@ -82,5 +92,65 @@ describe("concurrency on PostgreSQL", () => {
     expect(poll.body).toMatchObject({ state: "failed", ready: false });
     expect(poll.body.message).toMatch(/did not start/);
     expect(h.cloud.instance(start.body.instanceId)?.state).toBe("terminated");
+  });
+
+  it("when a running instance is lost and the reconciler notices it later, then the session's end and session.failed carry the last time it was seen running, not the detection time", async () => {
+    const acct = account();
+    const reconciler = new Reconciler(h.deps, reconcilerSettings);
+    expect((await h.call(acct, "POST", "/api/v1/sessions/start", { direct: true })).status).toBe(200);
+    await reconciler.tick();
+    const running = await sessionOf(acct);
+    expect(running.state).toBe("running");
+    expect(running.seenRunningAt).toEqual(running.runningAt);
+
+    await sleep(50);
+    const lastPassBegan = new Date();
+    await reconciler.tick();
+    const seen = (await sessionOf(acct)).seenRunningAt!;
+    expect(seen.getTime()).toBeGreaterThanOrEqual(lastPassBegan.getTime());
+
+    await sleep(50);
+    expect(h.cloud.loseInstance(running.instanceId!)).toBe(true);
+    await sleep(200);
+    const detectionBegan = new Date();
+    const report = await reconciler.tick();
+    expect(report.transitions.failed).toBe(1);
+
+    const failed = await sessionOf(acct);
+    expect(failed).toMatchObject({ state: "failed", endedAt: seen });
+    const events = (await h.database.db.select().from(outboxTable)).map((r) => r.payload as AnyEvent);
+    const event = events.find((e) => e.accountId === acct && e.type === "session.failed");
+    const failedAt = new Date((event?.data as { failedAt: string }).failedAt);
+    expect(event?.data).toMatchObject({
+      reason: "instance_lost",
+      startedAt: running.runningAt!.toISOString(),
+    });
+    expect(failedAt).toEqual(seen);
+    expect(failedAt.getTime()).toBeLessThan(detectionBegan.getTime());
+    expect(failedAt.getTime()).toBeGreaterThanOrEqual(lastPassBegan.getTime());
+  });
+
+  it("when a pass sees many running instances, then all their sessions get the pass's seen-running time in one write", async () => {
+    const accounts = Array.from({ length: 30 }, account);
+    for (const acct of accounts) {
+      expect((await h.call(acct, "POST", "/api/v1/sessions/start", { direct: true })).status).toBe(200);
+    }
+    const reconciler = new Reconciler(h.deps, reconcilerSettings);
+    await reconciler.tick();
+    await sleep(20);
+    const passBegan = new Date();
+    await reconciler.tick();
+    const rows = await h.database.db
+      .select()
+      .from(sessionsTable)
+      .where(inArray(sessionsTable.accountId, accounts));
+    expect(rows.map((r) => r.state)).toEqual(Array<string>(30).fill("running"));
+    // One UPDATE for the batch: every row carries the very same timestamp, taken before the pass's describe.
+    const seen = new Set(rows.map((r) => r.seenRunningAt?.getTime()));
+    expect(seen.size).toBe(1);
+    expect([...seen][0]).toBeGreaterThanOrEqual(passBegan.getTime());
+    for (const r of rows) expect(r.seenRunningAt!.getTime()).toBeGreaterThan(r.runningAt!.getTime());
+    for (const acct of accounts) await h.call(acct, "POST", "/api/v1/sessions/stop", { direct: true });
+    await reconciler.tick();
   });
 });

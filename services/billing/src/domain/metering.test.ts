@@ -259,6 +259,38 @@ describe("metering, holds, storage and purge (real PostgreSQL, controlled clock)
     expect(await usageMinutes(sessionId)).toEqual([0, 1]);
   });
 
+  it("when a lost instance is noticed minutes after it was last seen running, then session.failed's end (the last sighting) ends the charge and later minutes are refunded", async () => {
+    const accountId = await newAccount(1_000);
+    const sessionId = `s-${randomUUID()}`;
+    const t0 = clock.now();
+    await consume(started(accountId, sessionId, t0));
+    clock.advance(4.2 * MINUTE); // the loss is noticed here; the loop has charged minutes 0..4
+    await meterRunningSessions(deps);
+    expect(await usageMinutes(sessionId)).toEqual([0, 1, 2, 3, 4]);
+    const lastSeenRunning = new Date(t0.getTime() + 2.5 * MINUTE);
+    await consume(
+      createEvent("session.failed", accountId, {
+        sessionId,
+        reason: "instance_lost",
+        message: "The instance stopped unexpectedly",
+        failedAt: lastSeenRunning.toISOString(),
+        startedAt: t0.toISOString(),
+        ratePerMinute: RATE,
+        currency: "USD",
+      }),
+    );
+    // Every minute started before the last sighting (0, 1, 2) is charged; 3 and 4 began after it.
+    expect((await wallet(accountId)).balance).toBe(1_000 - 3 * RATE);
+    const refunds = await fixture.database.db
+      .select()
+      .from(ledgerEntriesTable)
+      .where(like(ledgerEntriesTable.reference, `usage-refund:${sessionId}:%`));
+    expect(refunds.map((r) => r.reference).sort()).toEqual([
+      `usage-refund:${sessionId}:3`,
+      `usage-refund:${sessionId}:4`,
+    ]);
+  });
+
   it("when a hold's session never reports back, then the hold is released after its time to live", async () => {
     const accountId = await newAccount(500);
     const sessionId = `s-${randomUUID()}`;

@@ -148,6 +148,20 @@ export async function releaseLeases(db: SessionsDb, owner: string, ids: string[]
     .where(and(inArray(sessionsTable.id, ids), eq(sessionsTable.leaseOwner, owner)));
 }
 
+/**
+ * Records that these running sessions' instances were seen running at `at`: one statement for a whole
+ * reconciler batch, not one write per session. A session that left running meanwhile is left alone.
+ */
+export async function markSeenRunning(db: Executor, ids: readonly string[], at: Date): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .update(sessionsTable)
+    .set({ seenRunningAt: at })
+    .where(
+      and(sql`${sessionsTable.id} = any(${sql.param([...ids])}::uuid[])`, eq(sessionsTable.state, "running")),
+    );
+}
+
 /** Running sessions with no activity for their idle timeout. */
 export async function findIdleSessions(db: SessionsDb, limit: number): Promise<SessionRow[]> {
   return db

@@ -44,6 +44,11 @@ export const sessionsTable = pgTable(
     /** When the instance was launched and metering began (session.started); null before. */
     startedAt: timestamp("started_at", { withTimezone: true }),
     runningAt: timestamp("running_at", { withTimezone: true }),
+    /**
+     * The last reconciler pass that saw the instance running (taken before its describe call, so never after
+     * the instance's real end). A lost instance is charged up to here, not up to when its loss was noticed.
+     */
+    seenRunningAt: timestamp("seen_running_at", { withTimezone: true }),
     stoppedAt: timestamp("stopped_at", { withTimezone: true }),
     stopReason: text("stop_reason"),
     endedAt: timestamp("ended_at", { withTimezone: true }),

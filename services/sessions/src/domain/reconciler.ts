@@ -6,6 +6,7 @@ import {
   deleteVolumeRow,
   findActiveSession,
   findActiveSessionIds,
+  markSeenRunning,
   releaseLeases,
   updateSessionIf,
   volumesPendingDeletion,
@@ -67,9 +68,20 @@ export class Reconciler {
       const launched = rows.filter((r) => r.instanceId);
       const byInstance = new Map<string, CloudInstance>();
       if (launched.length > 0) {
+        // Taken before the describe call: an instance it reports running was running at this moment or
+        // later, so this time is never after the instance's real end.
+        const describedAt = new Date();
         const described = await this.deps.cloud.describeInstances(launched.map((r) => r.id));
         report.cloudCalls += described.calls;
         for (const instance of described.instances) byInstance.set(instance.instanceId, instance);
+        const seenRunning = launched.filter(
+          (r) => r.state === "running" && byInstance.get(r.instanceId!)?.state === "running",
+        );
+        await markSeenRunning(
+          db,
+          seenRunning.map((r) => r.id),
+          describedAt,
+        );
       }
       const note = (t: Transition | undefined) => {
         if (t) report.transitions[t] = (report.transitions[t] ?? 0) + 1;
@@ -168,13 +180,15 @@ export class Reconciler {
       const ready = instance.privateIp
         ? await this.deps.streamingHost.isReady(instance.privateIp, instance.sessionId)
         : false;
+      const runningAt = new Date();
       const running = await this.deps.db.transaction(async (tx) => {
         const updated = await updateSessionIf(tx, row.id, "starting", {
           state: "running",
           publicIp: instance.publicIp,
           privateNetIp: instance.privateIp,
           volumeAttached: row.volumeId ? true : row.volumeAttached,
-          runningAt: new Date(),
+          runningAt,
+          seenRunningAt: runningAt,
           ready,
         });
         // Billing meters from here: the instance is running.
@@ -189,7 +203,10 @@ export class Reconciler {
     if (missing || gone || (instance && instance.state !== "running")) {
       if (instance && !gone) await cloud.terminateInstance(instance.instanceId);
       return {
-        transition: await this.fail(row, "instance_lost", "The instance stopped unexpectedly"),
+        transition: await this.fail(row, "instance_lost", "The instance stopped unexpectedly", {
+          // Charged only up to the last time it was seen running, never up to when the loss was noticed.
+          endedAt: row.seenRunningAt ?? row.runningAt ?? new Date(),
+        }),
         calls: instance && !gone ? 1 : 0,
       };
     }
@@ -204,14 +221,19 @@ export class Reconciler {
     return (await updateSessionIf(this.deps.db, row.id, "running", { ready: true })) !== undefined;
   }
 
-  private async fail(row: SessionRow, reason: string, message: string): Promise<Transition | undefined> {
+  private async fail(
+    row: SessionRow,
+    reason: string,
+    message: string,
+    options: { endedAt?: Date } = {},
+  ): Promise<Transition | undefined> {
     const prefix = this.deps.config.QUEUE_NAME_PREFIX;
     const failed = await this.deps.db.transaction(async (tx) => {
       const updated = await updateSessionIf(tx, row.id, row.state, {
         state: "failed",
         ready: false,
         message,
-        endedAt: new Date(),
+        endedAt: options.endedAt ?? new Date(),
       });
       if (updated) await publishSessionFailed(tx, updated, reason, prefix);
       return updated;

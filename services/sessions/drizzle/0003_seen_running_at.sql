@@ -1,0 +1,1 @@
+ALTER TABLE "sessions" ADD COLUMN "seen_running_at" timestamp with time zone;
