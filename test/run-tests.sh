@@ -13,6 +13,9 @@ bash test/peers/helm.sh >/dev/null
 bash test/peers/peer.sh prometheus install
 bash test/peers/peer.sh zipkin install
 eval "$(bash test/peers/up.sh --env)"
+# Processes the suites spawn open their /metrics listener on a free port unless a test names one (npm start's
+# launcher does), so two processes of one kind never collide on the fixed default (PORT + 1000).
+export METRICS_PORT="${METRICS_PORT:-0}"
 
 echo "[test] building workspaces (tsc -b)" >&2
 npx tsc -b

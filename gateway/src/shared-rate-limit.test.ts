@@ -90,6 +90,8 @@ describe("rate limits shared through Redis", () => {
         }),
         LOG_LEVEL: "info",
         REDIS_URL,
+        // Two gateways on one machine: each takes a free metrics port.
+        METRICS_PORT: "0",
         TSX_TSCONFIG_PATH: path.join(repoRoot, "tsconfig.test.json"),
       };
       const child = spawn(process.execPath, ["--import", "tsx", path.join(repoRoot, "gateway/src/main.ts")], {

@@ -245,10 +245,10 @@ describe("cgs commands, in text and --json", () => {
     expect((await text(["storage"])).stdout).toMatch(/^Tier: .* per period\nPeriod: /);
     expect(await json(["settings"])).toMatchObject({ fps: expect.any(Number) });
     expect((await text(["settings"])).stdout).toMatch(/^resolution=.*\nfps=\d+/);
-    expect(await json(["settings", "set", "fps=30", "lowBalanceEmail=false"])).toMatchObject({
-      fps: 30,
-      lowBalanceEmail: false,
-    });
+    expect(await json(["settings", "set", "fps=30", "codec=h265"])).toMatchObject({ fps: 30, codec: "h265" });
+    const unknown = await runCgs(["settings", "set", "lowBalanceEmail=false"], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/^VALIDATION_ERROR: .*lowBalanceEmail/m);
     expect((await text(["settings", "set", "fps=60"])).stdout).toContain("fps=60\n");
 
     expect(await json(["session", "status"])).toMatchObject({ state: "idle", ready: false });

@@ -1,3 +1,4 @@
+import { freePort } from "@cgs/shared/testing/ports";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import pino from "pino";
@@ -59,11 +60,7 @@ export async function startFakeUpstream(owner: string, handler?: UpstreamHandler
 
 /** A port nothing listens on (bound then released). */
 export async function closedPortUrl(): Promise<string> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return `http://127.0.0.1:${port}`;
+  return `http://127.0.0.1:${await freePort()}`;
 }
 
 export interface TestGateway extends RunningServer {

@@ -4,10 +4,11 @@ import { UsageError } from "../cli-errors";
 import { ask, emit, money, note, openInBrowser } from "../terminal-output";
 import { action } from "./command-action";
 
-const integerSettings = new Set(["fps", "bitrateKbps", "idleTimeoutMinutes"]);
-const booleanSettings = new Set(["lowBalanceEmail"]);
-
-/** `KEY=VALUE` pairs to a preferences patch; the API validates names and ranges and names a bad field. */
+/**
+ * `KEY=VALUE` pairs to a preferences patch. Values read as JSON scalars (whole numbers, true/false), anything
+ * else as text; no field list lives here: the API validates names, types and ranges against the contract and
+ * names a bad field.
+ */
 export function parseSettings(pairs: string[]): PreferencesPatch {
   const patch: Record<string, unknown> = {};
   for (const pair of pairs) {
@@ -15,16 +16,9 @@ export function parseSettings(pairs: string[]): PreferencesPatch {
     if (at < 1) throw new UsageError(`expected KEY=VALUE, got "${pair}"`);
     const key = pair.slice(0, at);
     const raw = pair.slice(at + 1);
-    if (integerSettings.has(key)) {
-      if (!/^-?\d+$/.test(raw)) throw new UsageError(`${key} must be a whole number, got "${raw}"`);
-      patch[key] = Number(raw);
-    } else if (booleanSettings.has(key)) {
-      if (raw !== "true" && raw !== "false")
-        throw new UsageError(`${key} must be true or false, got "${raw}"`);
-      patch[key] = raw === "true";
-    } else {
-      patch[key] = raw;
-    }
+    if (/^-?\d+$/.test(raw)) patch[key] = Number(raw);
+    else if (raw === "true" || raw === "false") patch[key] = raw === "true";
+    else patch[key] = raw;
   }
   return patch as PreferencesPatch;
 }

@@ -1,5 +1,3 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import path from "node:path";
 import pino from "pino";
 import {
@@ -110,14 +108,7 @@ export interface BillingTestServiceOptions {
   port?: number;
 }
 
-/** A port that was free a moment ago (bound, then released), for configs that must name their own URL. */
-export async function freePort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+export { freePort } from "@cgs/shared/testing/ports";
 
 /** createApp on 127.0.0.1:0 over a fresh PostgreSQL database, a test identity provider and an accounts stand-in. */
 export async function startBillingTestService(
