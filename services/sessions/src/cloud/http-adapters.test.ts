@@ -1,4 +1,8 @@
-import { startSunshineStandIn, startTailscaleStandIn } from "../testing/streaming-stand-ins";
+import {
+  startSunshineStandIn,
+  startTailscaleStandIn,
+  type TailscaleStandIn,
+} from "../testing/streaming-stand-ins";
 import {
   ACCOUNT_TAG_PREFIX,
   STREAMING_TCP_PORTS,
@@ -7,7 +11,7 @@ import {
   tailnetPolicy,
   type TailnetPolicy,
 } from "@cgs/shared";
-import { TailscalePrivateNetwork } from "./private-network";
+import { TailscalePrivateNetwork, type TailscaleSettings } from "./private-network";
 import { SunshineStreamingHost } from "./streaming-host";
 
 const SESSION = "3f1c2d9e-0000-4000-8000-000000000001";
@@ -20,6 +24,23 @@ const policyArgs = {
   ...ports,
 };
 const tailscaleSettings = { ownerTag: "tag:cgs-sessions", ports, timeoutMs: 2_000 };
+
+/** A Tailscale stand-in holding infra's base policy, and adapter settings pointing at it. */
+async function withPolicyStandIn(
+  run: (tailscale: TailscaleStandIn, settings: TailscaleSettings) => Promise<void>,
+): Promise<void> {
+  const tailscale = await startTailscaleStandIn({ apiKey: "k", policy: tailnetPolicy(policyArgs) });
+  try {
+    await run(tailscale, {
+      ...tailscaleSettings,
+      apiUrl: tailscale.url,
+      tailnet: "example.com",
+      apiKey: "k",
+    });
+  } finally {
+    await tailscale.close();
+  }
+}
 
 describe("SunshineStreamingHost over HTTP", () => {
   it("when the host answers, then readiness is true and the PIN reaches POST /api/pin with basic auth", async () => {
@@ -145,10 +166,8 @@ describe("TailscalePrivateNetwork over HTTP", () => {
     }
   });
 
-  it("when an account's access is ensured, then its tag owner and rules are added to the policy once, and again is a no-op", async () => {
-    const tailscale = await startTailscaleStandIn({ apiKey: "k", policy: tailnetPolicy(policyArgs) });
-    try {
-      const settings = { ...tailscaleSettings, apiUrl: tailscale.url, tailnet: "example.com", apiKey: "k" };
+  it("when an account's access is ensured, then its tag owner and rules are added to the policy once, and again is a no-op", () =>
+    withPolicyStandIn(async (tailscale, settings) => {
       const network = new TailscalePrivateNetwork(settings);
       const tag = accountNetworkTag("acct-ensure");
       await network.ensureAccountAccess(tag);
@@ -163,15 +182,10 @@ describe("TailscalePrivateNetwork over HTTP", () => {
       // Another replica (no cache) reads the policy, finds the rules and writes nothing.
       await new TailscalePrivateNetwork(settings).ensureAccountAccess(tag);
       expect(writes()).toHaveLength(1);
-    } finally {
-      await tailscale.close();
-    }
-  });
+    }));
 
-  it("when two replicas ensure two accounts on the same stale ETag, then one write is refused with 412, re-read and retried, and both rules end in the policy", async () => {
-    const tailscale = await startTailscaleStandIn({ apiKey: "k", policy: tailnetPolicy(policyArgs) });
-    try {
-      const settings = { ...tailscaleSettings, apiUrl: tailscale.url, tailnet: "-", apiKey: "k" };
+  it("when two replicas ensure two accounts on the same stale ETag, then one write is refused with 412, re-read and retried, and both rules end in the policy", () =>
+    withPolicyStandIn(async (tailscale, settings) => {
       const [a, b] = [accountNetworkTag("acct-race-a"), accountNetworkTag("acct-race-b")];
       tailscale.readBarrier = 2;
       await Promise.all([
@@ -185,20 +199,11 @@ describe("TailscalePrivateNetwork over HTTP", () => {
         .filter((r) => r.method === "POST" && r.path.endsWith("/acl"))
         .map((r) => r.headers["if-match"]);
       expect(ifMatches).toEqual(['"v1"', '"v1"', '"v2"']);
-    } finally {
-      await tailscale.close();
-    }
-  });
+    }));
 
-  it("when accounts A and B have their rules, then the policy's own tests hold and B's rules never let A's tag in", async () => {
-    const tailscale = await startTailscaleStandIn({ apiKey: "k", policy: tailnetPolicy(policyArgs) });
-    try {
-      const network = new TailscalePrivateNetwork({
-        ...tailscaleSettings,
-        apiUrl: tailscale.url,
-        tailnet: "-",
-        apiKey: "k",
-      });
+  it("when accounts A and B have their rules, then the policy's own tests hold and B's rules never let A's tag in", () =>
+    withPolicyStandIn(async (tailscale, settings) => {
+      const network = new TailscalePrivateNetwork(settings);
       const [a, b] = [accountNetworkTag("acct-a"), accountNetworkTag("acct-b")];
       await network.ensureAccountAccess(a);
       await network.ensureAccountAccess(b);
@@ -220,8 +225,5 @@ describe("TailscalePrivateNetwork over HTTP", () => {
       }
       const fromB = policy.acls.filter((r) => r.dst.some((d) => d.startsWith(`${b}:`)));
       expect(fromB.flatMap((r) => r.src)).toEqual([b, b]);
-    } finally {
-      await tailscale.close();
-    }
-  });
+    }));
 });
