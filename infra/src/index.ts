@@ -14,7 +14,7 @@ import { RateLimitCache } from "./components/rate-limit-cache";
 import { ServiceAccountRole } from "./components/service-account-role";
 import { ServiceQueue } from "./components/service-queue";
 import { StreamingFleet } from "./components/streaming-fleet";
-import { tailnetPolicy } from "./tailnet-policy";
+import { tailnetPolicy } from "@cgs/shared";
 import { loadPlatformConfig } from "./config";
 import {
   NAMESPACE,

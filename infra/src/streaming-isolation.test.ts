@@ -1,6 +1,6 @@
 import { ofType, runStack, type StackRun } from "./testing/stack-harness";
 import { platformValues } from "./testing/stack-invariants";
-import { accountRules, tailnetPolicy, type TailnetPolicy } from "./tailnet-policy";
+import { accountRules, tailnetPolicy, type TailnetPolicy } from "@cgs/shared";
 
 // One player, one host, as the infrastructure states it: the prod stack through Pulumi mocks.
 let run: StackRun;

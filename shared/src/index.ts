@@ -10,3 +10,4 @@ export * from "./service";
 export * from "./tracing";
 export * from "./metrics";
 export * from "./identity";
+export * from "./network/tailnet-policy";

@@ -5,6 +5,8 @@ import {
   startPeriodicWorker,
   type Closer,
   type OpenedDatabase,
+  STREAMING_TCP_PORTS,
+  STREAMING_UDP_PORT_RANGE,
 } from "@cgs/shared";
 import { createAccountsClient } from "./clients/accounts-client";
 import { createBillingClient } from "./clients/billing-client";
@@ -85,11 +87,17 @@ export function buildAdapters(config: SessionsConfig, db: SessionsDb): SessionsA
           tailnet: config.TAILSCALE_TAILNET,
           apiKey: config.TAILSCALE_API_KEY,
           timeoutMs: config.INTERNAL_CALL_TIMEOUT_MS,
+          ownerTag: config.VPN_OWNER_TAG,
+          ports: { tcpPorts: STREAMING_TCP_PORTS, udpPortRange: STREAMING_UDP_PORT_RANGE },
         })
       : new SimulatedPrivateNetwork((ip) => simulatedCloud?.hostTags(ip) ?? []);
   const timeoutMs = config.INTERNAL_CALL_TIMEOUT_MS;
   return {
-    cloud: withStreamingCredentials(cloud, vault),
+    cloud: withStreamingCredentials(cloud, vault, {
+      network: privateNetwork,
+      hostTag: config.VPN_HOST_TAG,
+      keyTtlSeconds: config.VPN_HOST_KEY_TTL_SECONDS,
+    }),
     streamingHost,
     privateNetwork,
     accounts: createAccountsClient({ baseUrl: config.ACCOUNTS_URL, timeoutMs }),

@@ -156,6 +156,21 @@ export const sessionsConfigSchema = z
       .describe('Tailnet name ("-" is the API key\'s default tailnet)'),
     TAILSCALE_API_KEY: z.string().default("").describe("Tailscale API access token"),
     VPN_KEY_TAGS: envList(["tag:cgs-client"]).describe("ACL tags of devices joined with a session's key"),
+    VPN_HOST_TAG: z
+      .string()
+      .regex(/^tag:[a-z0-9-]+$/)
+      .default("tag:cgs-host")
+      .describe("ACL tag every streaming host joins the private network with, beside its account's tag"),
+    VPN_OWNER_TAG: z
+      .string()
+      .regex(/^tag:[a-z0-9-]+$/)
+      .default("tag:cgs-sessions")
+      .describe(
+        "Tag the Tailscale API key owns; added as the owner of each account tag in the tailnet policy",
+      ),
+    VPN_HOST_KEY_TTL_SECONDS: envInt(3600, 300).describe(
+      "Lifetime of the single-use key a launched streaming host joins the private network with, in seconds",
+    ),
     VPN_KEY_MAX_LIVE: envInt(3, 1).describe(
       "Most unused, unexpired private-network keys one account may hold; past it vpn-key answers 429",
     ),

@@ -1,11 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { DescribeInstanceAttributeCommand, DescribeVolumesCommand, EC2Client } from "@aws-sdk/client-ec2";
+import { STREAMING_TCP_PORTS, STREAMING_UDP_PORT_RANGE, accountNetworkTag } from "@cgs/shared";
 import { and, desc, eq } from "drizzle-orm";
 import { withStreamingCredentials } from "./cloud/credential-issuing-cloud";
 import { SimulatedStreamingHost } from "./cloud/streaming-host";
 import { sessionsTable } from "./data/session-tables";
 import type { StreamingCredentials } from "./domain/streaming-credentials";
 import { Ec2CloudProvider } from "./cloud/ec2-cloud-provider";
+import { TailscalePrivateNetwork } from "./cloud/private-network";
+import { startTailscaleStandIn, type TailscaleStandIn } from "./testing/streaming-stand-ins";
 import type { CloudProvider } from "./cloud/cloud-provider";
 import { Reconciler } from "./domain/reconciler";
 import type { SessionsDomainDeps } from "./domain/session-deps";
@@ -16,6 +19,7 @@ import { startSessionsHarness, type SessionsHarness } from "./testing/sessions-h
 
 let h: SessionsHarness;
 let ec2: EC2Client;
+let tailscale: TailscaleStandIn;
 let n = 0;
 const account = () => `ec2-${Date.now().toString(36)}-${(n += 1)}`;
 const settings = { batchSize: 100, leaseMs: 30_000, startTimeoutMs: 60_000, describeGraceMs: 0 };
@@ -37,6 +41,7 @@ const ec2Provider = () =>
 
 beforeAll(async () => {
   h = await startSessionsHarness();
+  tailscale = await startTailscaleStandIn({ apiKey: "tskey-api-ec2" });
   ec2 = new EC2Client({
     region: h.config.CLOUD_REGION,
     endpoint: process.env.AWS_ENDPOINT_URL || "http://127.0.0.1:5000",
@@ -44,6 +49,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   ec2.destroy();
+  await tailscale.close();
   await h.close();
 });
 
@@ -58,10 +64,23 @@ async function pollSessionRow(accountId: string) {
 }
 
 describe("the session lifecycle on the EC2 adapter (moto)", () => {
-  it("when a session starts, runs and stops on EC2, then the volume is attached and kept and the states follow", async () => {
+  it("when a session starts, runs and stops on EC2, then its user data carries its own credentials and an account-tagged host key, the volume is kept and the states follow", async () => {
     const cloud = ec2Provider();
-    // The real composition: each launch issues the instance's own streaming-host credentials into its user data.
-    const issuing = withStreamingCredentials(cloud, h.vault);
+    // The real composition: each launch issues the instance's own streaming-host credentials and private-network
+    // key into its user data, the key minted by the Tailscale adapter (against the Tailscale-shaped stand-in).
+    const network = new TailscalePrivateNetwork({
+      apiUrl: tailscale.url,
+      tailnet: "-",
+      apiKey: "tskey-api-ec2",
+      timeoutMs: 2_000,
+      ownerTag: h.config.VPN_OWNER_TAG,
+      ports: { tcpPorts: STREAMING_TCP_PORTS, udpPortRange: STREAMING_UDP_PORT_RANGE },
+    });
+    const issuing = withStreamingCredentials(cloud, h.vault, {
+      network,
+      hostTag: h.config.VPN_HOST_TAG,
+      keyTtlSeconds: h.config.VPN_HOST_KEY_TTL_SECONDS,
+    });
     const host = new SimulatedStreamingHost({
       readyDelayMs: 0,
       credentials: (sessionId) => h.vault.forSession(sessionId),
@@ -79,11 +98,33 @@ describe("the session lifecycle on the EC2 adapter (moto)", () => {
       new DescribeInstanceAttributeCommand({ InstanceId: started.instanceId!, Attribute: "userData" }),
     );
     const cloudConfig = Buffer.from(userData.UserData?.Value ?? "", "base64").toString("utf8");
-    const envFile = Buffer.from(/content: (\S+)/.exec(cloudConfig)?.[1] ?? "", "base64").toString("utf8");
+    const [envFile, tailscaleFile] = [...cloudConfig.matchAll(/content: (\S+)/g)].map((m) =>
+      Buffer.from(m[1]!, "base64").toString("utf8"),
+    );
     const credentials = await h.vault.forSession((await pollSessionRow(acct)).id);
     expect(envFile).toBe(
       `SUNSHINE_USERNAME=${credentials!.username}\nSUNSHINE_PASSWORD=${credentials!.password}\n`,
     );
+    // The host joins with a single-use, non-ephemeral key tagged with the host tag and its own account's tag only,
+    // after that account's rule is in the tailnet policy.
+    const accountTag = accountNetworkTag(acct);
+    expect(tailscale.keys.at(-1)!.body).toMatchObject({
+      capabilities: {
+        devices: {
+          create: {
+            reusable: false,
+            ephemeral: false,
+            preauthorized: true,
+            tags: ["tag:cgs-host", accountTag],
+          },
+        },
+      },
+    });
+    const minted = tailscale.requests.filter((r) => r.method === "POST" && r.path.endsWith("/keys")).length;
+    expect(tailscaleFile).toBe(`TS_AUTHKEY=tskey-auth-k${minted}CNTRL-${"x".repeat(32)}\n`);
+    expect((tailscale.policy as { tagOwners: Record<string, string[]> }).tagOwners[accountTag]).toEqual([
+      "tag:cgs-sessions",
+    ]);
     await reconciler.tick();
     const launched = await pollSession(deps, acct);
     installedByIp.set(launched.privateNetIp!, credentials!);

@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import { sessionsTable } from "./data/session-tables";
 import { streamingCredentialsTable } from "./data/streaming-credential-tables";
-import { accountNetworkTag } from "./cloud/private-network";
+import { accountNetworkTag } from "@cgs/shared";
 import { startRunningSession, startSessionsHarness, type SessionsHarness } from "./testing/sessions-harness";
 
 // One player, one host: per-instance streaming-host credentials, sealed at rest and never in an API answer,

@@ -17,6 +17,8 @@ export interface LaunchRequest {
   availabilityZone: string;
   /** This instance's own streaming-host API credentials, installed at boot (never shared between instances). */
   streamingCredentials?: StreamingCredentials;
+  /** Single-use key the host joins the private network with, tagged with its account's tag (never logged). */
+  privateNetworkKey?: string;
 }
 
 export interface CreateVolumeRequest {

@@ -40,16 +40,25 @@ export interface Ec2Settings {
   pageSize: number;
 }
 
-/** cloud-init for the streaming image: writes the instance's own Sunshine API credentials (read by its boot unit). */
-export function streamingUserData(credentials: StreamingCredentials): string {
-  const env = `SUNSHINE_USERNAME=${credentials.username}\nSUNSHINE_PASSWORD=${credentials.password}\n`;
+/**
+ * cloud-init for the streaming image: writes the instance's own Sunshine API credentials and, when given, the
+ * single-use key its boot unit joins the private network with (both read by the image's boot units).
+ */
+export function streamingUserData(credentials: StreamingCredentials, privateNetworkKey?: string): string {
+  const file = (path: string, content: string) => [
+    `  - path: ${path}`,
+    "    permissions: '0600'",
+    "    encoding: b64",
+    `    content: ${Buffer.from(content).toString("base64")}`,
+  ];
   const cloudConfig = [
     "#cloud-config",
     "write_files:",
-    "  - path: /etc/cgs/sunshine-credentials.env",
-    "    permissions: '0600'",
-    "    encoding: b64",
-    `    content: ${Buffer.from(env).toString("base64")}`,
+    ...file(
+      "/etc/cgs/sunshine-credentials.env",
+      `SUNSHINE_USERNAME=${credentials.username}\nSUNSHINE_PASSWORD=${credentials.password}\n`,
+    ),
+    ...(privateNetworkKey ? file("/etc/cgs/tailscale.env", `TS_AUTHKEY=${privateNetworkKey}\n`) : []),
     "",
   ].join("\n");
   return Buffer.from(cloudConfig).toString("base64");
@@ -134,7 +143,9 @@ export class Ec2CloudProvider implements CloudProvider {
               : { LaunchTemplateName: s.launchTemplate, Version: s.launchTemplateVersion },
           }
         : { ImageId: s.amiId, InstanceType: s.instanceType as RunInstancesCommandInput["InstanceType"] }),
-      ...(request.streamingCredentials ? { UserData: streamingUserData(request.streamingCredentials) } : {}),
+      ...(request.streamingCredentials
+        ? { UserData: streamingUserData(request.streamingCredentials, request.privateNetworkKey) }
+        : {}),
       ...(s.subnetId ? { SubnetId: s.subnetId } : {}),
       ...(s.securityGroupIds && s.securityGroupIds.length > 0
         ? { SecurityGroupIds: s.securityGroupIds }

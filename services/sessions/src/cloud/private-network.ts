@@ -1,18 +1,13 @@
-import { createHash, randomBytes } from "node:crypto";
-
-/** Prefix of the per-account tag every key and host of that account carries; the ACL lets a tag reach only itself. */
-export const ACCOUNT_TAG_PREFIX = "tag:cgs-acct-";
-
-/** The account's private-network tag: a digest, so the tailnet never learns account ids. */
-export function accountNetworkTag(accountId: string): string {
-  return `${ACCOUNT_TAG_PREFIX}${createHash("sha256").update(accountId).digest("hex").slice(0, 16)}`;
-}
+import { randomBytes } from "node:crypto";
+import { ACCOUNT_TAG_PREFIX, withAccountRules, type StreamingPorts, type TailnetPolicy } from "@cgs/shared";
 
 export interface AuthKeyRequest {
   /** ACL tags devices joined with the key get. */
   tags: string[];
   expirySeconds: number;
   description: string;
+  /** Devices joined with the key leave the tailnet when they go offline; false for streaming hosts. */
+  ephemeral?: boolean;
 }
 
 export interface AuthKey {
@@ -22,12 +17,18 @@ export interface AuthKey {
 
 export interface LiveKey {
   expiresAt: Date;
+  tags: string[];
 }
 
 /** The private network the streaming client joins (Tailscale). */
 export interface PrivateNetwork {
-  /** A single-use, ephemeral, pre-authorized, tagged auth key. */
+  /** A single-use, pre-authorized, tagged auth key (ephemeral unless the request says otherwise). */
   createAuthKey(request: AuthKeyRequest): Promise<AuthKey>;
+  /**
+   * The tailnet policy owns this account tag and lets it reach itself on the streaming ports (Tailscale has no
+   * wildcard tags, so each account's rule is added before its first key or host).
+   */
+  ensureAccountAccess(accountTag: string): Promise<void>;
   /** Keys carrying this tag that are neither expired, revoked nor used up. */
   liveKeys(tag: string): Promise<LiveKey[]>;
 }
@@ -37,14 +38,57 @@ export interface TailscaleSettings {
   tailnet: string;
   apiKey: string;
   timeoutMs: number;
+  /** Tag the API key owns; it becomes the owner of every account tag. */
+  ownerTag: string;
+  ports: StreamingPorts;
 }
 
-/** Tailscale API v2: POST and GET /api/v2/tailnet/{tailnet}/keys. */
+// Concurrent writers of the policy (replicas, other tools) make an If-Match fail; re-read and retry this often.
+const POLICY_WRITE_ATTEMPTS = 5;
+
+/** Tailscale API v2: POST and GET /api/v2/tailnet/{tailnet}/keys, GET and POST /api/v2/tailnet/{tailnet}/acl. */
 export class TailscalePrivateNetwork implements PrivateNetwork {
+  /** Account tags whose rules this process has seen in the policy; rules are never removed, so this stays true. */
+  private readonly ensured = new Set<string>();
+
   constructor(private readonly settings: TailscaleSettings) {}
 
+  private tailnetUrl(): string {
+    return `${this.settings.apiUrl}/api/v2/tailnet/${encodeURIComponent(this.settings.tailnet)}`;
+  }
+
   private keysUrl(): string {
-    return `${this.settings.apiUrl}/api/v2/tailnet/${encodeURIComponent(this.settings.tailnet)}/keys`;
+    return `${this.tailnetUrl()}/keys`;
+  }
+
+  async ensureAccountAccess(accountTag: string): Promise<void> {
+    if (this.ensured.has(accountTag)) return;
+    const url = `${this.tailnetUrl()}/acl`;
+    const auth = { authorization: `Bearer ${this.settings.apiKey}` };
+    for (let attempt = 1; attempt <= POLICY_WRITE_ATTEMPTS; attempt += 1) {
+      const read = await fetch(url, {
+        headers: { ...auth, accept: "application/json" },
+        signal: AbortSignal.timeout(this.settings.timeoutMs),
+      });
+      const text = await read.text();
+      if (!read.ok) throw new Error(`tailscale answered ${read.status} to policy read`);
+      const etag = read.headers.get("etag");
+      const current = JSON.parse(text) as Partial<TailnetPolicy> & Record<string, unknown>;
+      const next = withAccountRules(current, accountTag, this.settings.ownerTag, this.settings.ports);
+      if (!next.changed) break;
+      const write = await fetch(url, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json", ...(etag ? { "if-match": etag } : {}) },
+        body: JSON.stringify(next.policy),
+        signal: AbortSignal.timeout(this.settings.timeoutMs),
+      });
+      await write.text();
+      if (write.ok) break;
+      if (write.status !== 412 || attempt === POLICY_WRITE_ATTEMPTS) {
+        throw new Error(`tailscale answered ${write.status} to policy update`);
+      }
+    }
+    this.ensured.add(accountTag);
   }
 
   async liveKeys(tag: string): Promise<LiveKey[]> {
@@ -72,7 +116,7 @@ export class TailscalePrivateNetwork implements PrivateNetwork {
           new Date(k.expires).getTime() > now &&
           (k.capabilities?.devices?.create?.tags ?? []).includes(tag),
       )
-      .map((k) => ({ expiresAt: new Date(k.expires!) }));
+      .map((k) => ({ expiresAt: new Date(k.expires!), tags: k.capabilities?.devices?.create?.tags ?? [] }));
   }
 
   async createAuthKey(request: AuthKeyRequest): Promise<AuthKey> {
@@ -83,7 +127,12 @@ export class TailscalePrivateNetwork implements PrivateNetwork {
       body: JSON.stringify({
         capabilities: {
           devices: {
-            create: { reusable: false, ephemeral: true, preauthorized: true, tags: request.tags },
+            create: {
+              reusable: false,
+              ephemeral: request.ephemeral ?? true,
+              preauthorized: true,
+              tags: request.tags,
+            },
           },
         },
         expirySeconds: request.expirySeconds,
@@ -112,6 +161,8 @@ export interface SimulatedDevice {
  */
 export class SimulatedPrivateNetwork implements PrivateNetwork {
   readonly requests: AuthKeyRequest[] = [];
+  /** Account tags whose rules the simulated policy holds; without its rule a tag reaches nothing (default deny). */
+  readonly accountRules = new Set<string>();
   private readonly keys = new Map<string, { tags: string[]; expiresAt: Date; used: boolean }>();
   private readonly devices = new Map<string, SimulatedDevice>();
 
@@ -126,12 +177,17 @@ export class SimulatedPrivateNetwork implements PrivateNetwork {
     return Promise.resolve({ key, expiresAt });
   }
 
+  ensureAccountAccess(accountTag: string): Promise<void> {
+    this.accountRules.add(accountTag);
+    return Promise.resolve();
+  }
+
   liveKeys(tag: string): Promise<LiveKey[]> {
     const now = Date.now();
     return Promise.resolve(
       [...this.keys.values()]
         .filter((k) => !k.used && k.expiresAt.getTime() > now && k.tags.includes(tag))
-        .map((k) => ({ expiresAt: k.expiresAt })),
+        .map((k) => ({ expiresAt: k.expiresAt, tags: [...k.tags] })),
     );
   }
 
@@ -145,11 +201,13 @@ export class SimulatedPrivateNetwork implements PrivateNetwork {
     return device;
   }
 
-  /** The ACL: a device reaches a host only when they share an account tag. */
+  /** The ACL: a device reaches a host only when they share an account tag whose rule is in the policy. */
   canReach(deviceId: string, hostIp: string): boolean {
     const device = this.devices.get(deviceId);
     if (!device) return false;
     const host = this.hostTags(hostIp);
-    return device.tags.some((t) => t.startsWith(ACCOUNT_TAG_PREFIX) && host.includes(t));
+    return device.tags.some(
+      (t) => t.startsWith(ACCOUNT_TAG_PREFIX) && this.accountRules.has(t) && host.includes(t),
+    );
   }
 }

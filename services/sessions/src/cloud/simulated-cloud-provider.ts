@@ -8,7 +8,7 @@ import {
   type LaunchRequest,
 } from "./cloud-provider";
 import type { StreamingCredentials } from "../domain/streaming-credentials";
-import { accountNetworkTag } from "./private-network";
+import { accountNetworkTag } from "@cgs/shared";
 
 export interface SimulatorSettings {
   region: string;

@@ -1,5 +1,5 @@
 import { createHmac, randomInt } from "node:crypto";
-import { AppError, metrics } from "@cgs/shared";
+import { AppError, accountNetworkTag, metrics } from "@cgs/shared";
 import {
   findActiveSession,
   findLatestSession,
@@ -9,7 +9,6 @@ import {
 import type { SessionRow } from "../data/session-tables";
 import type { SessionsDomainDeps } from "./session-deps";
 import { toSessionStatus, type SessionStatus } from "./session-status";
-import { accountNetworkTag } from "../cloud/private-network";
 
 /** Answered from the service's own state only: no cloud call per poll. */
 export async function pollSession(deps: SessionsDomainDeps, accountId: string): Promise<SessionStatus> {
@@ -91,7 +90,10 @@ export async function createVpnKey(
   const accountTag = accountNetworkTag(accountId);
   let live;
   try {
-    live = await deps.privateNetwork.liveKeys(accountTag);
+    // A launched host's own join key carries the account tag too; only device keys count against the limit.
+    live = (await deps.privateNetwork.liveKeys(accountTag)).filter(
+      (k) => !k.tags.includes(deps.config.VPN_HOST_TAG),
+    );
   } catch (err) {
     deps.logger.warn({ err, sessionId: session.id }, "private network did not list keys");
     throw AppError.unavailable("The private network is unavailable; try again shortly", 5);
@@ -105,6 +107,7 @@ export async function createVpnKey(
     );
   }
   try {
+    await deps.privateNetwork.ensureAccountAccess(accountTag);
     const key = await deps.privateNetwork.createAuthKey({
       // The account tag is what the tailnet ACL matches: a device joined with it reaches only this account's host.
       tags: [...deps.config.VPN_KEY_TAGS, accountTag],

@@ -11,6 +11,7 @@ export interface StandInRequest {
 export interface StandInReply {
   status: number;
   body?: unknown;
+  headers?: Record<string, string>;
 }
 
 export interface HttpStandIn {
@@ -45,9 +46,9 @@ export async function startJsonServer(
       Promise.resolve(handle(recorded))
         .then((reply) => {
           if (reply.body === undefined) {
-            res.writeHead(reply.status).end();
+            res.writeHead(reply.status, reply.headers).end();
           } else {
-            res.writeHead(reply.status, { "content-type": "application/json" });
+            res.writeHead(reply.status, { ...reply.headers, "content-type": "application/json" });
             res.end(JSON.stringify(reply.body));
           }
         })

@@ -178,7 +178,11 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
   });
   const privateNetwork = new SimulatedPrivateNetwork((ip) => cloud.hostTags(ip));
   const adapters = {
-    cloud: withStreamingCredentials(cloud, vault),
+    cloud: withStreamingCredentials(cloud, vault, {
+      network: privateNetwork,
+      hostTag: config.VPN_HOST_TAG,
+      keyTtlSeconds: config.VPN_HOST_KEY_TTL_SECONDS,
+    }),
     streamingHost,
     privateNetwork,
     accounts: createAccountsClient({
