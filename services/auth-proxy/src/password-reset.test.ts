@@ -154,11 +154,16 @@ describe("password reset complete", () => {
     expect(before.status).toBe(200);
     // Lock the account with failed sign-ins (the realm locks after 5).
     for (let i = 0; i < 5; i += 1) await passwordGrant(user.email, "Wrong-password-0");
-    // Keycloak's brute-force protector records failures on a background queue, so the lock lands shortly after.
-    await waitUntil(async () => (await bruteForceStatus(user.id)).disabled === true, {
-      timeoutMs: 10_000,
-      description: "the account locked by failed sign-ins",
-    });
+    // Keycloak's brute-force protector records failures on a background queue, so the lock lands shortly after;
+    // on a loaded machine a failure can be dropped from that queue, so keep failing until the lock shows.
+    await waitUntil(
+      async () => {
+        if ((await bruteForceStatus(user.id)).disabled) return true;
+        await passwordGrant(user.email, "Wrong-password-0");
+        return false;
+      },
+      { timeoutMs: 30_000, intervalMs: 500, description: "the account locked by failed sign-ins" },
+    );
 
     const token = await requestResetToken(user.email);
     const short = await post(COMPLETE, { token, password: "short" });
