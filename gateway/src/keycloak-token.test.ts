@@ -1,29 +1,13 @@
-import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
+import { keycloakReachableSync } from "@cgs/shared/testing/keycloak";
 import { startTestGateway, type TestGateway } from "./testing/gateway-harness";
 
 const KEYCLOAK_URL = process.env.KEYCLOAK_URL ?? "http://127.0.0.1:8081";
 const REALM = "cgs";
 const ISSUER = `${KEYCLOAK_URL}/realms/${REALM}`;
 
-function keycloakReachable(): boolean {
-  try {
-    execFileSync(
-      process.execPath,
-      [
-        "-e",
-        `fetch(${JSON.stringify(`${ISSUER}/.well-known/openid-configuration`)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))`,
-      ],
-      { timeout: 5_000, stdio: "ignore" },
-    );
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const reachable = keycloakReachable();
+const reachable = keycloakReachableSync();
 const keycloakIt = reachable ? it : it.skip;
 const suffix = reachable
   ? ""

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { createHmac, randomBytes } from "node:crypto";
 
 /**
@@ -14,6 +15,25 @@ export const keycloakTestSettings = {
 
 const realmUrl = () => `${keycloakTestSettings.baseUrl}/realms/${keycloakTestSettings.realm}`;
 const adminUrl = () => `${keycloakTestSettings.baseUrl}/admin/realms/${keycloakTestSettings.realm}`;
+
+/**
+ * Whether the Keycloak peer answers, decided synchronously (so a suite can choose `describe` or `describe.skip` at
+ * load time). In CI an unreachable Keycloak is an error, never a skip.
+ */
+export function keycloakReachableSync(): boolean {
+  const discovery = `${realmUrl()}/.well-known/openid-configuration`;
+  try {
+    execFileSync(
+      process.execPath,
+      ["-e", `fetch(${JSON.stringify(discovery)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))`],
+      { timeout: 5_000, stdio: "ignore" },
+    );
+    return true;
+  } catch {
+    if (process.env.CI === "true") throw new Error(`Keycloak is required in CI: ${discovery}`);
+    return false;
+  }
+}
 
 export async function keycloakAvailable(): Promise<boolean> {
   try {
