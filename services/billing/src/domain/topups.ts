@@ -101,10 +101,19 @@ export async function createTopup(deps: TopupDeps, request: TopupRequest): Promi
     ...checkoutReturnUrls(deps.portalBaseUrl),
     idempotencyKey: `cgs-topup-${topup.id}`,
   });
-  await deps.db
+  const stored = await deps.db
     .update(topupsTable)
     .set({ checkoutSessionId: session.id, checkoutUrl: session.url, status: "open" })
-    .where(and(eq(topupsTable.id, topup.id), eq(topupsTable.status, "creating")));
+    .where(and(eq(topupsTable.id, topup.id), eq(topupsTable.status, "creating")))
+    .returning();
+  if (!stored[0]) {
+    // A concurrent request with the same Idempotency-Key stored its checkout first: answer that one, so both
+    // callers hold the same checkout whatever the provider does with its own idempotency key.
+    const [first] = await deps.db.select().from(topupsTable).where(eq(topupsTable.id, topup.id));
+    if (first?.checkoutSessionId && first.checkoutUrl) {
+      return { checkoutUrl: first.checkoutUrl, checkoutSessionId: first.checkoutSessionId };
+    }
+  }
   deps.logger.info(
     { accountId: request.accountId, topupId: topup.id, amount: topup.amount },
     "top-up checkout created",
