@@ -13,8 +13,12 @@ bash test/peers/bench-tools.sh
 eval "$(bash test/peers/up.sh --env)"
 npx tsc -b shared gateway services/sessions services/billing services/accounts services/auth-proxy
 
+rows="$(mktemp -t bench-rows.XXXXXX.jsonl)"
+export BENCH_RESULTS_FILE="$rows"
 for bench in gateway/bench/gateway-bench.ts services/sessions/bench/sessions-bench.ts services/billing/bench/billing-bench.ts \
   services/accounts/bench/accounts-bench.ts; do
   echo "== ${bench}"
   npx tsx --tsconfig tsconfig.test.json "$bench" "$@"
 done
+npx tsx --tsconfig tsconfig.test.json test/bench/write-results.ts "$rows" bench/RESULTS.md
+rm -f "$rows"
