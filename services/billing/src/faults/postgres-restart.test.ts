@@ -52,10 +52,18 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await accounts?.close().catch(() => undefined);
-  await fixture?.close().catch(() => undefined);
-  await idp?.close();
-  await pg?.stop();
+  // The test's own cluster goes first: stopping it ends every server-side connection, so no pool below can wait
+  // for a client the restart left checked out (a CI run once spent its whole hook timeout in a pool's end()).
+  // Each step is bounded and named, so a stall says where it was instead of timing out the hook.
+  const step = (name: string, work: (() => Promise<unknown>) | undefined) =>
+    work
+      ? bounded(work(), 20_000).catch((err: unknown) => console.warn(`teardown: ${name}: ${String(err)}`))
+      : undefined;
+  await step("stop PostgreSQL", pg && (() => pg.stop()));
+  // The databases went with the cluster: stop the server and close the pools, nothing is left to drop.
+  await step("stop accounts", accounts && (() => accounts.stop().then(() => accounts.database.close())));
+  await step("close billing pool", fixture && (() => fixture.database.close()));
+  await step("stop identity provider", idp && (() => idp.close()));
   if (previousAdminUrl === undefined) delete process.env.TEST_DATABASE_URL;
   else process.env.TEST_DATABASE_URL = previousAdminUrl;
 });
