@@ -1,12 +1,16 @@
-import express, { type Express } from "express";
+import type { RequestListener } from "node:http";
+import express from "express";
 import { createServiceApp, errorHandler, type ServiceContext } from "@cgs/shared";
 import type { SimulatedCloudProvider } from "./cloud/simulated-cloud-provider";
 import type { SimulatedStreamingHost } from "./cloud/streaming-host";
 import type { SessionsConfig } from "./config";
 import type * as schema from "./data/schema";
 import type { SessionsAdapters } from "./domain/session-deps";
+import { pollSession } from "./domain/session-access";
+import { withPollFastPath } from "./http/poll-fast-path";
 import { sessionRoutes } from "./http/session-routes";
 import { simulatorRoutes } from "./http/simulator-routes";
+import { withVerifiedTokenCache } from "./http/verified-token-cache";
 
 export type SessionsContext = ServiceContext<SessionsConfig, typeof schema>;
 
@@ -15,13 +19,19 @@ export interface SessionsAppDeps extends SessionsAdapters {
   simulator?: { cloud: SimulatedCloudProvider; streamingHost?: SimulatedStreamingHost };
 }
 
-/** The sessions service's HTTP surface: /api/v1/sessions/* behind the service's own JWT check. */
-export function createApp(context: SessionsContext, adapters: SessionsAppDeps): Express {
-  const { config, logger, verifier, database } = context;
+/**
+ * The sessions service's HTTP surface: /api/v1/sessions/* behind the service's own JWT check, with the poll
+ * served in front of Express when it succeeds.
+ */
+export function createApp(context: SessionsContext, adapters: SessionsAppDeps): RequestListener {
+  const { config, logger, database } = context;
+  const verifier = withVerifiedTokenCache(context.verifier);
   const deps = { ...adapters, db: database.db, config, logger };
   const app = createServiceApp({ logger, verifier, database, routes: sessionRoutes(deps) });
+  const fastPoll = { verifier, logger, poll: (accountId: string) => pollSession(deps, accountId) };
   const { simulator } = adapters;
-  if (!simulator || !config.SIMULATOR_CONTROL || config.NODE_ENV === "production") return app;
+  if (!simulator || !config.SIMULATOR_CONTROL || config.NODE_ENV === "production")
+    return withPollFastPath(app, fastPoll);
   const outer = express();
   outer.disable("x-powered-by");
   outer.use(
@@ -31,5 +41,5 @@ export function createApp(context: SessionsContext, adapters: SessionsAppDeps): 
   );
   outer.use(app);
   outer.use(errorHandler({ logger }));
-  return outer;
+  return withPollFastPath(outer, fastPoll);
 }

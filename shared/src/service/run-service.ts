@@ -1,3 +1,4 @@
+import type { RequestListener } from "node:http";
 import type { Express } from "express";
 import type { Logger } from "pino";
 import type { z } from "zod";
@@ -24,7 +25,8 @@ export interface ServiceDefinition<
   configSchema: S;
   schema: TSchema;
   migrationsFolder: string;
-  buildApp(context: ServiceContext<z.output<S>, TSchema>): Express;
+  /** The app, or a listener in front of it that serves a hot route without Express (see sessions' poll). */
+  buildApp(context: ServiceContext<z.output<S>, TSchema>): Express | RequestListener;
   /** Background work (consumers, relays, sweeps); the closers run on shutdown after the server drains. */
   startWorkers?(context: ServiceContext<z.output<S>, TSchema>): Promise<Closer[]> | Closer[];
 }

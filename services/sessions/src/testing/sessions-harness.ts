@@ -85,7 +85,7 @@ export interface SessionsHarness {
 }
 
 /** Wraps an app so every response it sends is validated against shared/openapi.json. */
-function contractChecked(app: express.Express, violations: string[]): express.Express {
+function contractChecked(app: http.RequestListener, violations: string[]): express.Express {
   const outer = express();
   outer.use(
     OpenApiValidator.middleware({
