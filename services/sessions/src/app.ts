@@ -1,8 +1,8 @@
 import type { RequestListener } from "node:http";
 import express from "express";
 import { createServiceApp, errorHandler, type ServiceContext } from "@cgs/shared";
-import type { SimulatedCloudProvider } from "./cloud/simulated-cloud-provider";
-import type { SimulatedStreamingHost } from "./cloud/streaming-host";
+import type { SimulatedCloudProvider } from "./adapters/simulated-cloud-provider";
+import type { SimulatedStreamingHost } from "./adapters/streaming-host";
 import type { SessionsConfig } from "./config";
 import type * as schema from "./data/schema";
 import type { SessionsAdapters } from "./domain/session-deps";

@@ -9,24 +9,24 @@ import {
   STREAMING_UDP_PORT_RANGE,
 } from "@cgs/shared";
 import { createAccountsClient } from "./clients/accounts-client";
-import { createBillingClient } from "./clients/billing-client";
-import type { CloudProvider } from "./cloud/cloud-provider";
-import { withStreamingCredentials } from "./cloud/credential-issuing-cloud";
-import { Ec2CloudProvider } from "./cloud/ec2-cloud-provider";
+import { createBillingClient } from "./adapters/billing-client";
+import type { CloudProvider } from "./adapters/cloud-provider";
+import { withStreamingCredentials } from "./adapters/credential-issuing-cloud";
+import { Ec2CloudProvider } from "./adapters/ec2-cloud-provider";
 import {
   SimulatedPrivateNetwork,
   TailscalePrivateNetwork,
   type PrivateNetwork,
-} from "./cloud/private-network";
-import { SimulatedCloudProvider } from "./cloud/simulated-cloud-provider";
-import { SimulatedStreamingHost, SunshineStreamingHost, type StreamingHost } from "./cloud/streaming-host";
+} from "./adapters/private-network";
+import { SimulatedCloudProvider } from "./adapters/simulated-cloud-provider";
+import { SimulatedStreamingHost, SunshineStreamingHost, type StreamingHost } from "./adapters/streaming-host";
 import type { SessionsAppDeps } from "./app";
 import type { SessionsConfig } from "./config";
 import type * as schema from "./data/schema";
 import { countActiveSessionsByState, type SessionsDb } from "./data/session-repository";
 import { activeStates } from "./data/session-tables";
 import { StreamingCredentialRepository } from "./data/streaming-credential-repository";
-import { sessionEventHandlers } from "./domain/event-handlers";
+import { sessionEventHandlers } from "./events/session-event-handlers";
 import { sweepIdleSessions } from "./domain/idle-sweep";
 import { Reconciler } from "./domain/reconciler";
 import { LOCAL_STREAMING_CREDENTIALS_KEY, StreamingCredentialVault } from "./domain/streaming-credentials";

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { metrics } from "@cgs/shared";
-import type { CloudInstance } from "../cloud/cloud-provider";
+import type { CloudInstance } from "../adapters/cloud-provider";
 import {
   claimActiveSessions,
   deleteVolumeRow,

@@ -1,9 +1,9 @@
 import type { Logger } from "pino";
 import type { AccountsClient } from "../clients/accounts-client";
-import type { BillingClient } from "../clients/billing-client";
-import type { CloudProvider } from "../cloud/cloud-provider";
-import type { PrivateNetwork } from "../cloud/private-network";
-import type { StreamingHost } from "../cloud/streaming-host";
+import type { BillingClient } from "../adapters/billing-client";
+import type { CloudProvider } from "../adapters/cloud-provider";
+import type { PrivateNetwork } from "../adapters/private-network";
+import type { StreamingHost } from "../adapters/streaming-host";
 import type { SessionsConfig } from "../config";
 import type { SessionsDb } from "../data/session-repository";
 

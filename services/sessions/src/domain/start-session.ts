@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { AppError, metrics } from "@cgs/shared";
-import type { StartAuthorization } from "../clients/billing-client";
-import { CloudCapacityError } from "../cloud/cloud-provider";
+import type { StartAuthorization } from "../adapters/billing-client";
+import { CloudCapacityError } from "../adapters/cloud-provider";
 import {
   claimIdempotencyKey,
   deleteSession,

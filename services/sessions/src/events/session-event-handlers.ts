@@ -1,8 +1,8 @@
 import type { EventHandlers } from "@cgs/shared";
 import { requestVolumeDeletion } from "../data/session-repository";
 import type * as schema from "../data/schema";
-import { answerMeteringAudit } from "./metering-audit";
-import { requestStop } from "./stop-session";
+import { answerMeteringAudit } from "../domain/metering-audit";
+import { requestStop } from "../domain/stop-session";
 
 /**
  * What sessions does with billing's and accounts' events. Each runs in the consumer's transaction; the
