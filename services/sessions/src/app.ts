@@ -5,7 +5,7 @@ import type { SimulatedCloudProvider } from "./adapters/simulated-cloud-provider
 import type { SimulatedStreamingHost } from "./adapters/streaming-host";
 import type { SessionsConfig } from "./config";
 import type * as schema from "./data/schema";
-import type { SessionsAdapters } from "./domain/session-deps";
+import type { SessionsAdapters, SessionsDomainDeps } from "./domain/session-deps";
 import { pollSession } from "./domain/session-access";
 import { withPollFastPath } from "./http/poll-fast-path";
 import { sessionRoutes } from "./http/session-routes";
@@ -14,22 +14,29 @@ import { withVerifiedTokenCache } from "./http/verified-token-cache";
 
 export type SessionsContext = ServiceContext<SessionsConfig, typeof schema>;
 
+export interface SimulatorControls {
+  cloud: SimulatedCloudProvider;
+  streamingHost?: SimulatedStreamingHost;
+}
+
 export interface SessionsAppDeps extends SessionsAdapters {
   /** Set when the simulators are in use and their control routes may be exposed. */
-  simulator?: { cloud: SimulatedCloudProvider; streamingHost?: SimulatedStreamingHost };
+  simulator?: SimulatorControls;
 }
 
 /**
  * The sessions service's HTTP surface: /api/v1/sessions/* behind the service's own JWT check, with the poll
  * served in front of Express when it succeeds.
  */
-export function createApp(context: SessionsContext, adapters: SessionsAppDeps): RequestListener {
+export function createApp(
+  context: SessionsContext,
+  deps: SessionsDomainDeps,
+  simulator?: SimulatorControls,
+): RequestListener {
   const { config, logger, database } = context;
   const verifier = withVerifiedTokenCache(context.verifier);
-  const deps = { ...adapters, db: database.db, config, logger };
   const app = createServiceApp({ logger, verifier, database, routes: sessionRoutes(deps) });
   const fastPoll = { verifier, logger, poll: (accountId: string) => pollSession(deps, accountId) };
-  const { simulator } = adapters;
   if (!simulator || !config.SIMULATOR_CONTROL || config.NODE_ENV === "production")
     return withPollFastPath(app, fastPoll);
   const outer = express();

@@ -110,10 +110,8 @@ export async function updateSessionIf(
   return rows[0];
 }
 
-/** Records activity at most once per `granularityMs`, so frequent polls cost no writes. */
-export async function touchActivity(db: Executor, session: SessionRow, granularityMs: number): Promise<void> {
-  if (Date.now() - session.lastActivityAt.getTime() < granularityMs) return;
-  await db.update(sessionsTable).set({ lastActivityAt: new Date() }).where(eq(sessionsTable.id, session.id));
+export async function touchActivity(db: Executor, sessionId: string, at: Date): Promise<void> {
+  await db.update(sessionsTable).set({ lastActivityAt: at }).where(eq(sessionsTable.id, sessionId));
 }
 
 /**
