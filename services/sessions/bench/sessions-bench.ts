@@ -302,7 +302,7 @@ async function reconcilerBenchmark(h: SessionsHarness): Promise<void> {
       }
       rows.push({
         name: `reconciler, ${formatNumber(size)} active sessions, ${pass}`,
-        value: `${fmt(ms / ticks, 0)} ms/tick, ${fmt(calls / ticks)} cloud calls/tick (${ticks} ticks)`,
+        value: `${formatNumber(ms / ticks)} ms/tick, ${fmt(calls / ticks)} cloud calls/tick (${ticks} ticks)`,
         target: "cloud calls ≈ sessions / 200, never one per session",
       });
     }
