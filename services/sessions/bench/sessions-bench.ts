@@ -1,22 +1,29 @@
 /**
- * Sessions benchmark: prints numbers, asserts nothing.
- *   cd /work/main && npx tsc -b services/sessions gateway && \
- *     npx tsx --tsconfig tsconfig.test.json services/sessions/bench/sessions-bench.ts [--quick]
- * Needs PostgreSQL (TEST_DATABASE_URL, default postgres://cgs:cgs@127.0.0.1:5432/postgres) and moto for the
- * service's queue (AWS_ENDPOINT_URL, default http://127.0.0.1:5000).
+ * Sessions benchmark: prints numbers beside their baselines, asserts nothing.
+ *   npx tsc -b services/sessions gateway && \
+ *     npx tsx --tsconfig tsconfig.test.json services/sessions/bench/sessions-bench.ts [--quick] [--profile]
+ * Needs PostgreSQL (TEST_DATABASE_URL), moto for the service's queue (AWS_ENDPOINT_URL), Redis for the gateway's
+ * limits (REDIS_URL) and wrk (test/peers/bench-tools.sh).
  *
- * 1. Poll throughput and latency (p50/p99) through the gateway and straight to the service, for 1, 100 and
- *    1,000 concurrent accounts (each with a running session), and the gateway/direct ratio. The service and
- *    the gateway run as their built processes (dist/main.js), the load generator in this one.
- * 2. Reconciler cloud calls and wall time per tick at 10, 1,000 and 10,000 active sessions on the simulator.
+ * 1. Poll: the sessions service and the gateway run as their built processes the way production starts them
+ *    (telemetry preloaded, sampling 10 %, spans to an in-process OTLP receiver; log level info), the service on
+ *    PostgreSQL. wrk (-t2 -c32) spreads the polls over 100 accounts, each with a running session, straight to the
+ *    service and through the gateway (JWT, Redis limits, validation, forward). Rows: direct vs through the
+ *    gateway (target ≥ 0.8×), direct vs the figure recorded on the service before issue 13 (target ≥ 4×).
+ *    With --profile the service runs under `node --cpu-prof` and its self time is printed by package.
+ * 2. Reconciler cloud calls (skipped with --poll-only) and wall time per tick at 10, 1,000 and 10,000 active sessions on the simulator.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
-import { performance } from "node:perf_hooks";
 import { openDatabase } from "@cgs/shared";
 import { createTestDatabase } from "@cgs/shared/testing/db";
 import { startTestIdentityProvider, TEST_ALLOWED_AZP_ENV } from "@cgs/shared/testing/tokens";
+import { startOtlpReceiver } from "@cgs/shared/testing/tracing";
+import { formatNumber, reportRows, type BenchRow } from "../../../test/bench/results";
+import { runWrk, type LoadResult } from "../../../test/bench/wrk";
 import { closedPortUrl } from "../../../gateway/src/testing/gateway-harness";
 import * as schema from "../src/data/schema";
 import { sessionsTable } from "../src/data/session-tables";
@@ -29,65 +36,27 @@ import {
 
 const root = path.resolve(__dirname, "..", "..", "..");
 const quick = process.argv.includes("--quick");
-const POLL_SECONDS = quick ? 2 : 5;
-const CONCURRENCY = [1, 100, 1000];
+const profile = process.argv.includes("--profile");
+const POLL_SECONDS = quick ? 4 : 10;
+const ACCOUNTS = 100;
 const FLEETS = quick ? [10, 1000] : [10, 1000, 10000];
-
-interface Measured {
-  requests: number;
-  errors: number;
-  seconds: number;
-  p50: number;
-  p99: number;
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-}
-
-async function pollLoad(base: string, tokens: string[], seconds: number): Promise<Measured> {
-  const latencies: number[] = [];
-  let errors = 0;
-  const began = performance.now();
-  const deadline = began + seconds * 1000;
-  await Promise.all(
-    tokens.map(async (token) => {
-      while (performance.now() < deadline) {
-        const t0 = performance.now();
-        try {
-          const res = await fetch(`${base}/api/v1/sessions/poll`, {
-            headers: { authorization: `Bearer ${token}` },
-          });
-          await res.arrayBuffer();
-          if (res.status === 200) latencies.push(performance.now() - t0);
-          else errors += 1;
-        } catch {
-          errors += 1;
-        }
-      }
-    }),
-  );
-  const elapsed = (performance.now() - began) / 1000;
-  latencies.sort((a, b) => a - b);
-  return {
-    requests: latencies.length,
-    errors,
-    seconds: elapsed,
-    p50: percentile(latencies, 50),
-    p99: percentile(latencies, 99),
-  };
-}
+/**
+ * Poll straight to the service on this machine before issue 13 (commit 826a0cd), with this benchmark's own setup
+ * (wrk -t2 -c32, 100 accounts, telemetry at 10 %); four runs gave 562, 588, 612 and 654 req/s. The figure the
+ * ≥ 4× target is measured against.
+ */
+const BEFORE_ISSUE_13_DIRECT_RPS = 600;
 
 const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : "-");
+const rps = (r: LoadResult) => `${formatNumber(r.rps)} req/s`;
+const latency = (r: LoadResult) => `p50 ${fmt(r.p50ms, 2)} ms, p99 ${fmt(r.p99ms, 2)} ms`;
 
-function startProcess(dir: string, env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, ["dist/main.js"], {
+function startProcess(dir: string, args: string[], env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, [...args, "--import", "@cgs/shared/dist/telemetry.js", "dist/main.js"], {
     cwd: path.join(root, dir),
     env: { ...process.env, ...env },
     stdio: ["ignore", "ignore", "inherit"],
   });
-  return child;
 }
 
 async function waitReady(url: string, child: ChildProcess): Promise<void> {
@@ -104,27 +73,73 @@ async function waitReady(url: string, child: ChildProcess): Promise<void> {
   throw new Error(`${url} not ready`);
 }
 
+async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGTERM");
+  await exited;
+}
+
+/** Self time of a CPU profile summed by package (or "sessions", "shared", "node:" internals, "(gc)", ...). */
+function selfTimeByPackage(profileFile: string, top = 12): string[] {
+  const prof = JSON.parse(readFileSync(profileFile, "utf8")) as {
+    nodes: { id: number; callFrame: { functionName: string; url: string } }[];
+    samples: number[];
+  };
+  const hits = new Map<number, number>();
+  for (const id of prof.samples) hits.set(id, (hits.get(id) ?? 0) + 1);
+  const owner = (url: string, fn: string): string => {
+    const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+    if (pkg) return pkg[1]!;
+    if (url.includes("/shared/dist/")) return "@cgs/shared";
+    if (url.includes("/services/sessions/")) return "sessions";
+    if (url.startsWith("node:")) return `node:${url.slice(5).split("/")[0]}`;
+    return url === "" ? fn || "(native)" : url;
+  };
+  const totals = new Map<string, number>();
+  for (const node of prof.nodes) {
+    const n = hits.get(node.id);
+    if (!n) continue;
+    const key = owner(node.callFrame.url, node.callFrame.functionName);
+    totals.set(key, (totals.get(key) ?? 0) + n);
+  }
+  return [...totals.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([key, n]) => `${((100 * n) / prof.samples.length).toFixed(1).padStart(5)} %  ${key}`);
+}
+
 async function pollBenchmark(): Promise<void> {
   const idp = await startTestIdentityProvider();
+  const traces = await startOtlpReceiver();
   const db = await createTestDatabase("sessions_bench");
+  const profileDir = mkdtempSync(path.join(os.tmpdir(), "cgs-sessions-bench-"));
   const sessionsUrl = await closedPortUrl();
   const gatewayUrl = await closedPortUrl();
-  const oidc = {
+  const common = {
     OIDC_ISSUER: idp.issuer,
     OIDC_AUDIENCE: idp.audience,
     OIDC_ALLOWED_AZP: TEST_ALLOWED_AZP_ENV,
     OIDC_JWKS_URL: idp.jwksUrl,
-    LOG_LEVEL: "silent",
-    NODE_ENV: "production",
+    LOG_LEVEL: "info",
+    OTEL_EXPORTER_OTLP_ENDPOINT: traces.endpoint,
+    OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
+    OTEL_TRACES_SAMPLER_ARG: "0.1",
   };
   const children: ChildProcess[] = [];
   try {
-    children.push(
-      startProcess("services/sessions", {
-        ...oidc,
+    const sessions = startProcess(
+      "services/sessions",
+      profile ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [],
+      {
+        ...common,
+        NODE_ENV: "production",
+        OTEL_SERVICE_NAME: "sessions-bench",
         PORT: new URL(sessionsUrl).port,
+        METRICS_PORT: "0",
         DATABASE_URL: db.url,
         PIN_HASH_SECRET: "bench-secret-0123456789",
+        STREAMING_CREDENTIALS_KEY: Buffer.alloc(32, 7).toString("base64"),
         CLOUD_PROVIDER: "simulator",
         STREAMING_HOST: "simulator",
         PRIVATE_NETWORK: "simulator",
@@ -135,24 +150,27 @@ async function pollBenchmark(): Promise<void> {
         AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY || "test",
         SESSION_ACTIVITY_GRANULARITY_MS: "30000",
         RECONCILER_INTERVAL_MS: "600000",
-      }),
+      },
     );
-    await waitReady(sessionsUrl, children[0]!);
-    children.push(
-      startProcess("gateway", {
-        ...oidc,
-        PORT: new URL(gatewayUrl).port,
-        // development: the gateway's production-only secrets (portal cookies) are irrelevant here.
-        NODE_ENV: "development",
-        SESSIONS_URL: sessionsUrl,
-        RATE_LIMIT_POLL: "1000000000",
-        REDIS_URL: "",
-      }),
-    );
-    await waitReady(gatewayUrl, children[1]!);
+    children.push(sessions);
+    await waitReady(sessionsUrl, sessions);
+    const gateway = startProcess("gateway", [], {
+      ...common,
+      // development: the gateway's production-only secrets (portal cookies) are irrelevant here.
+      NODE_ENV: "development",
+      OTEL_SERVICE_NAME: "gateway-bench",
+      PORT: new URL(gatewayUrl).port,
+      METRICS_PORT: "0",
+      SESSIONS_URL: sessionsUrl,
+      // Limits stay on (every poll counts in Redis) but high enough that the run measures the path.
+      RATE_LIMIT_POLL: "1000000000",
+      REDIS_URL: process.env.REDIS_URL || "redis://127.0.0.1:6379",
+    });
+    children.push(gateway);
+    await waitReady(gatewayUrl, gateway);
 
     // Every account has a running, ready session, so each poll reads a real row.
-    const accounts = Array.from({ length: Math.max(...CONCURRENCY) }, (_, i) => `bench-${i}`);
+    const accounts = Array.from({ length: ACCOUNTS }, (_, i) => `bench-${i}-${randomUUID().slice(0, 8)}`);
     const opened = await openDatabase({ url: db.url, schema, migrationsFolder, pool: { max: 2 } });
     await opened.db.insert(sessionsTable).values(
       accounts.map((accountId, i) => ({
@@ -172,42 +190,62 @@ async function pollBenchmark(): Promise<void> {
     );
     await opened.close();
     const tokens = await Promise.all(accounts.map((sub) => idp.sign({ sub })));
+    const url = (base: string) => `${base}/api/v1/sessions/poll`;
+    const probe = await fetch(url(gatewayUrl), { headers: { authorization: `Bearer ${tokens[0]}` } });
+    if (probe.status !== 200) throw new Error(`gateway answered ${probe.status}: ${await probe.text()}`);
 
-    console.log(
-      `\nPoll: ${POLL_SECONDS} s per row; sessions and gateway as separate processes (log level silent),`,
-    );
-    console.log("PostgreSQL, pool of 10; load generator, gateway, service and database share 2 cores");
-    console.log("concurrent accounts | target  | requests |   req/s | p50 ms | p99 ms | errors");
-    const ratios: string[] = [];
-    for (const c of CONCURRENCY) {
-      const subset = tokens.slice(0, c);
-      await pollLoad(gatewayUrl, subset, 0.5); // warm-up (JWKS fetch, connections)
-      const direct = await pollLoad(sessionsUrl, subset, POLL_SECONDS);
-      const viaGateway = await pollLoad(gatewayUrl, subset, POLL_SECONDS);
-      for (const [name, m] of [
-        ["direct", direct],
-        ["gateway", viaGateway],
-      ] as const) {
-        console.log(
-          `${String(c).padStart(19)} | ${name.padEnd(7)} | ${String(m.requests).padStart(8)} | ${fmt(m.requests / m.seconds).padStart(7)} | ${fmt(m.p50, 2).padStart(6)} | ${fmt(m.p99, 2).padStart(6)} | ${m.errors}`,
-        );
+    // Warm-up (JIT, connection pools, the JWKS), then the two paths back to back.
+    runWrk({ url: url(gatewayUrl), tokens, seconds: 2 });
+    const direct = runWrk({ url: url(sessionsUrl), tokens, seconds: POLL_SECONDS });
+    const viaGateway = runWrk({ url: url(gatewayUrl), tokens, seconds: POLL_SECONDS });
+    const single = runWrk({
+      url: url(sessionsUrl),
+      tokens,
+      seconds: POLL_SECONDS / 2,
+      connections: 1,
+      threads: 1,
+    });
+    const failures = direct.failures + viaGateway.failures + single.failures;
+    if (failures > 0) console.warn(`${failures} polls failed: these figures are not clean`);
+
+    const rows: BenchRow[] = [
+      {
+        name: "poll through the gateway (100 accounts, 32 connections)",
+        value: `${rps(viaGateway)}; ${latency(viaGateway)}`,
+        baseline: `direct ${rps(direct)}; ${latency(direct)}`,
+        ratio: `${fmt(viaGateway.rps / direct.rps, 2)}×`,
+        target: "≥ 0.8× direct",
+      },
+      {
+        name: "poll straight to the service (100 accounts, 32 connections)",
+        value: rps(direct),
+        baseline: BEFORE_ISSUE_13_DIRECT_RPS
+          ? `before issue 13 ${formatNumber(BEFORE_ISSUE_13_DIRECT_RPS)} req/s (recorded)`
+          : undefined,
+        ratio: BEFORE_ISSUE_13_DIRECT_RPS ? `${fmt(direct.rps / BEFORE_ISSUE_13_DIRECT_RPS, 2)}×` : undefined,
+        target: "≥ 4× before issue 13",
+      },
+      {
+        name: "poll straight to the service, one connection",
+        value: `${rps(single)}; ${latency(single)}`,
+      },
+    ];
+    reportRows("Sessions: poll (wrk -t2 -c32, telemetry at 10 %, PostgreSQL)", rows);
+
+    if (profile) {
+      await stopProcess(sessions);
+      const file = readdirSync(profileDir).find((f) => f.endsWith(".cpuprofile"));
+      if (file) {
+        console.log(`\nsessions CPU profile (${path.join(profileDir, file)}), self time by package:`);
+        for (const line of selfTimeByPackage(path.join(profileDir, file))) console.log(`  ${line}`);
       }
-      const rps = viaGateway.requests / viaGateway.seconds / (direct.requests / direct.seconds);
-      ratios.push(
-        `${c} accounts: gateway/direct throughput ${fmt(rps, 2)}, p50 ${fmt(viaGateway.p50 / direct.p50, 2)}x, p99 ${fmt(viaGateway.p99 / direct.p99, 2)}x`,
-      );
     }
-    console.log(ratios.join("\n"));
   } finally {
-    for (const child of children) child.kill("SIGTERM");
-    await Promise.all(
-      children.map(
-        (child) =>
-          new Promise((resolve) => (child.exitCode !== null ? resolve(null) : child.once("exit", resolve))),
-      ),
-    );
+    await Promise.all(children.map(stopProcess));
     await db.drop();
+    await traces.close();
     await idp.close();
+    if (!profile) rmSync(profileDir, { recursive: true, force: true });
   }
 }
 
@@ -240,12 +278,7 @@ async function seedFleet(h: SessionsHarness, size: number): Promise<void> {
 
 async function reconcilerBenchmark(h: SessionsHarness): Promise<void> {
   const batchSize = h.config.RECONCILER_BATCH_SIZE;
-  console.log(
-    `\nReconciler on the simulator (claim batch ${batchSize}, describe page ${h.config.SIMULATOR_PAGE_SIZE}, 200 session ids per tag filter as EC2 allows)`,
-  );
-  console.log(
-    "active sessions | pass                        | ticks | cloud calls | calls/tick | ms/tick | ms/pass",
-  );
+  const rows: BenchRow[] = [];
   for (const size of FLEETS) {
     await seedFleet(h, size);
     const reconciler = new Reconciler(h.deps, {
@@ -254,7 +287,7 @@ async function reconcilerBenchmark(h: SessionsHarness): Promise<void> {
       startTimeoutMs: 600_000,
       describeGraceMs: 30_000,
     });
-    for (const pass of ["starting -> running + ready", "steady (nothing changes)"]) {
+    for (const pass of ["starting → running + ready", "steady (nothing changes)"]) {
       let ticks = 0;
       let calls = 0;
       let ms = 0;
@@ -267,15 +300,22 @@ async function reconcilerBenchmark(h: SessionsHarness): Promise<void> {
         visited += report.claimed;
         if (report.claimed === 0) break;
       }
-      console.log(
-        `${String(size).padStart(15)} | ${pass.padEnd(27)} | ${String(ticks).padStart(5)} | ${String(calls).padStart(11)} | ${fmt(calls / ticks).padStart(10)} | ${fmt(ms / ticks).padStart(7)} | ${fmt(ms).padStart(7)}`,
-      );
+      rows.push({
+        name: `reconciler, ${formatNumber(size)} active sessions, ${pass}`,
+        value: `${formatNumber(ms / ticks)} ms/tick, ${fmt(calls / ticks)} cloud calls/tick (${ticks} ticks)`,
+        target: "cloud calls ≈ sessions / 200, never one per session",
+      });
     }
   }
+  reportRows(
+    `Sessions: reconciler on the simulator (claim batch ${batchSize}, describe page ${h.config.SIMULATOR_PAGE_SIZE})`,
+    rows,
+  );
 }
 
 async function main(): Promise<void> {
   await pollBenchmark();
+  if (process.argv.includes("--poll-only")) return;
   const h = await startSessionsHarness({ db: "postgres", contractCheck: false });
   try {
     await reconcilerBenchmark(h);

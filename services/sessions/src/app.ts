@@ -1,27 +1,44 @@
-import express, { type Express } from "express";
+import type { RequestListener } from "node:http";
+import express from "express";
 import { createServiceApp, errorHandler, type ServiceContext } from "@cgs/shared";
-import type { SimulatedCloudProvider } from "./cloud/simulated-cloud-provider";
-import type { SimulatedStreamingHost } from "./cloud/streaming-host";
+import type { SimulatedCloudProvider } from "./adapters/simulated-cloud-provider";
+import type { SimulatedStreamingHost } from "./adapters/streaming-host";
 import type { SessionsConfig } from "./config";
 import type * as schema from "./data/schema";
-import type { SessionsAdapters } from "./domain/session-deps";
+import type { SessionsAdapters, SessionsDomainDeps } from "./domain/session-deps";
+import { pollSession } from "./domain/session-access";
+import { withPollFastPath } from "./http/poll-fast-path";
 import { sessionRoutes } from "./http/session-routes";
 import { simulatorRoutes } from "./http/simulator-routes";
+import { withVerifiedTokenCache } from "./http/verified-token-cache";
 
 export type SessionsContext = ServiceContext<SessionsConfig, typeof schema>;
 
-export interface SessionsAppDeps extends SessionsAdapters {
-  /** Set when the simulators are in use and their control routes may be exposed. */
-  simulator?: { cloud: SimulatedCloudProvider; streamingHost?: SimulatedStreamingHost };
+export interface SimulatorControls {
+  cloud: SimulatedCloudProvider;
+  streamingHost?: SimulatedStreamingHost;
 }
 
-/** The sessions service's HTTP surface: /api/v1/sessions/* behind the service's own JWT check. */
-export function createApp(context: SessionsContext, adapters: SessionsAppDeps): Express {
-  const { config, logger, verifier, database } = context;
-  const deps = { ...adapters, db: database.db, config, logger };
+export interface SessionsAppDeps extends SessionsAdapters {
+  /** Set when the simulators are in use and their control routes may be exposed. */
+  simulator?: SimulatorControls;
+}
+
+/**
+ * The sessions service's HTTP surface: /api/v1/sessions/* behind the service's own JWT check, with the poll
+ * served in front of Express when it succeeds.
+ */
+export function createApp(
+  context: SessionsContext,
+  deps: SessionsDomainDeps,
+  simulator?: SimulatorControls,
+): RequestListener {
+  const { config, logger, database } = context;
+  const verifier = withVerifiedTokenCache(context.verifier);
   const app = createServiceApp({ logger, verifier, database, routes: sessionRoutes(deps) });
-  const { simulator } = adapters;
-  if (!simulator || !config.SIMULATOR_CONTROL || config.NODE_ENV === "production") return app;
+  const fastPoll = { verifier, logger, poll: (accountId: string) => pollSession(deps, accountId) };
+  if (!simulator || !config.SIMULATOR_CONTROL || config.NODE_ENV === "production")
+    return withPollFastPath(app, fastPoll);
   const outer = express();
   outer.disable("x-powered-by");
   outer.use(
@@ -31,5 +48,5 @@ export function createApp(context: SessionsContext, adapters: SessionsAppDeps): 
   );
   outer.use(app);
   outer.use(errorHandler({ logger }));
-  return outer;
+  return withPollFastPath(outer, fastPoll);
 }

@@ -1,6 +1,9 @@
+import type { RequestListener } from "node:http";
+import type { Logger } from "pino";
 import {
   metrics,
   onScrape,
+  publishInTransaction,
   startEventWorkers,
   startPeriodicWorker,
   type Closer,
@@ -9,28 +12,34 @@ import {
   STREAMING_UDP_PORT_RANGE,
 } from "@cgs/shared";
 import { createAccountsClient } from "./clients/accounts-client";
-import { createBillingClient } from "./clients/billing-client";
-import type { CloudProvider } from "./cloud/cloud-provider";
-import { withStreamingCredentials } from "./cloud/credential-issuing-cloud";
-import { Ec2CloudProvider } from "./cloud/ec2-cloud-provider";
+import { createBillingClient } from "./adapters/billing-client";
+import type { CloudProvider } from "./adapters/cloud-provider";
+import { withStreamingCredentials } from "./adapters/credential-issuing-cloud";
+import { Ec2CloudProvider } from "./adapters/ec2-cloud-provider";
 import {
   SimulatedPrivateNetwork,
   TailscalePrivateNetwork,
   type PrivateNetwork,
-} from "./cloud/private-network";
-import { SimulatedCloudProvider } from "./cloud/simulated-cloud-provider";
-import { SimulatedStreamingHost, SunshineStreamingHost, type StreamingHost } from "./cloud/streaming-host";
-import type { SessionsAppDeps } from "./app";
+} from "./adapters/private-network";
+import { SimulatedCloudProvider } from "./adapters/simulated-cloud-provider";
+import { SimulatedStreamingHost, SunshineStreamingHost, type StreamingHost } from "./adapters/streaming-host";
+import { createApp, type SessionsAppDeps, type SessionsContext } from "./app";
 import type { SessionsConfig } from "./config";
 import type * as schema from "./data/schema";
 import { countActiveSessionsByState, type SessionsDb } from "./data/session-repository";
 import { activeStates } from "./data/session-tables";
 import { StreamingCredentialRepository } from "./data/streaming-credential-repository";
-import { sessionEventHandlers } from "./domain/event-handlers";
+import { sessionEventHandlers } from "./events/session-event-handlers";
 import { sweepIdleSessions } from "./domain/idle-sweep";
 import { Reconciler } from "./domain/reconciler";
 import { LOCAL_STREAMING_CREDENTIALS_KEY, StreamingCredentialVault } from "./domain/streaming-credentials";
-import type { SessionsDomainDeps } from "./domain/session-deps";
+import {
+  systemClock,
+  type Clock,
+  type EventPublisher,
+  type SessionSettings,
+  type SessionsDomainDeps,
+} from "./domain/session-deps";
 
 /** Picks every adapter from config: simulators by default, EC2 / Sunshine / Tailscale when configured. */
 export function buildAdapters(config: SessionsConfig, db: SessionsDb): SessionsAppDeps {
@@ -106,14 +115,68 @@ export function buildAdapters(config: SessionsConfig, db: SessionsDb): SessionsA
   };
 }
 
+/** The use cases' settings, read from config once. */
+export function sessionSettingsFrom(config: SessionsConfig): SessionSettings {
+  return {
+    ratePerMinute: config.SESSION_RATE_PER_MINUTE,
+    currency: config.SESSION_CURRENCY,
+    defaultIdleTimeoutMinutes: config.SESSION_IDLE_TIMEOUT_MINUTES,
+    availabilityZone: config.CLOUD_AVAILABILITY_ZONE,
+    capacityRetryAfterSeconds: config.CLOUD_CAPACITY_RETRY_AFTER_SECONDS,
+    activityGranularityMs: config.SESSION_ACTIVITY_GRANULARITY_MS,
+    idempotencyTtlHours: config.IDEMPOTENCY_TTL_HOURS,
+    pairing: {
+      attempts: config.PAIRING_RETRY_ATTEMPTS,
+      retryDelayMs: config.PAIRING_RETRY_DELAY_MS,
+      pinTtlSeconds: config.PAIRING_PIN_TTL_SECONDS,
+      pinHashSecret: config.PIN_HASH_SECRET,
+    },
+    streamingPort: config.STREAMING_PORT,
+    privateNetwork: {
+      keyTags: config.VPN_KEY_TAGS,
+      keyTtlSeconds: config.VPN_KEY_TTL_SECONDS,
+      maxLiveKeys: config.VPN_KEY_MAX_LIVE,
+      hostTag: config.VPN_HOST_TAG,
+    },
+    reconciler: {
+      batchSize: config.RECONCILER_BATCH_SIZE,
+      leaseMs: config.RECONCILER_LEASE_MS,
+      startTimeoutMs: config.SESSION_START_TIMEOUT_MS,
+      describeGraceMs: config.RECONCILER_DESCRIBE_GRACE_MS,
+    },
+  };
+}
+
+/** Outbox writes addressed by the platform's routing table, every queue name carrying this deployment's prefix. */
+export function outboxPublisher(queueNamePrefix: string): EventPublisher {
+  return { publish: (tx, event) => publishInTransaction(tx, event, queueNamePrefix) };
+}
+
+/** Everything the use cases receive: adapters, the database, settings, the event publisher and the clock. */
+export function domainDepsFor(
+  config: SessionsConfig,
+  adapters: SessionsAppDeps,
+  db: SessionsDb,
+  logger: Logger,
+  clock: Clock = systemClock,
+): SessionsDomainDeps {
+  const { cloud, streamingHost, privateNetwork, accounts, billing } = adapters;
+  return {
+    cloud,
+    streamingHost,
+    privateNetwork,
+    accounts,
+    billing,
+    db,
+    logger,
+    clock,
+    settings: sessionSettingsFrom(config),
+    events: outboxPublisher(config.QUEUE_NAME_PREFIX),
+  };
+}
+
 export function reconcilerFor(deps: SessionsDomainDeps): Reconciler {
-  const { config } = deps;
-  return new Reconciler(deps, {
-    batchSize: config.RECONCILER_BATCH_SIZE,
-    leaseMs: config.RECONCILER_LEASE_MS,
-    startTimeoutMs: config.SESSION_START_TIMEOUT_MS,
-    describeGraceMs: config.RECONCILER_DESCRIBE_GRACE_MS,
-  });
+  return new Reconciler(deps, deps.settings.reconciler);
 }
 
 export interface SessionsWorkerOptions {
@@ -124,16 +187,17 @@ export interface SessionsWorkerOptions {
 export async function startSessionsWorkers(
   deps: SessionsDomainDeps,
   database: OpenedDatabase<typeof schema>,
+  config: SessionsConfig,
   options: SessionsWorkerOptions = {},
 ): Promise<Closer[]> {
-  const { config, logger } = deps;
+  const { logger } = deps;
   const closers: Closer[] = [];
   if (options.events !== false) {
     const events = await startEventWorkers({
       config,
       db: database.db,
       logger,
-      handlers: sessionEventHandlers(config.QUEUE_NAME_PREFIX),
+      handlers: sessionEventHandlers(deps),
     });
     closers.push(...events.closers);
   }
@@ -175,4 +239,21 @@ export async function startSessionsWorkers(
     stopCounting,
   );
   return closers;
+}
+
+export interface SessionsService {
+  app: RequestListener;
+  /** Starts the event consumer and outbox relay, the reconciler and the sweeps; closers for the drain. */
+  workers(): Promise<Closer[]>;
+}
+
+/** The composition root: adapters, settings and the use cases' dependencies built once, shared by app and workers. */
+export function composeSessions(context: SessionsContext): SessionsService {
+  const { config, logger, database } = context;
+  const adapters = buildAdapters(config, database.db);
+  const deps = domainDepsFor(config, adapters, database.db, logger);
+  return {
+    app: createApp(context, deps, adapters.simulator),
+    workers: () => startSessionsWorkers(deps, database, config),
+  };
 }

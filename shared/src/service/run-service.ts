@@ -1,3 +1,4 @@
+import type { RequestListener } from "node:http";
 import type { Express } from "express";
 import type { Logger } from "pino";
 import type { z } from "zod";
@@ -24,9 +25,20 @@ export interface ServiceDefinition<
   configSchema: S;
   schema: TSchema;
   migrationsFolder: string;
-  buildApp(context: ServiceContext<z.output<S>, TSchema>): Express;
+  /**
+   * The service's composition root: builds its adapters, repositories and settings once and returns the app and
+   * the starter of its background work, which share them. A service without one gives buildApp/startWorkers.
+   */
+  compose?(context: ServiceContext<z.output<S>, TSchema>): ComposedService;
+  buildApp?(context: ServiceContext<z.output<S>, TSchema>): Express;
   /** Background work (consumers, relays, sweeps); the closers run on shutdown after the server drains. */
   startWorkers?(context: ServiceContext<z.output<S>, TSchema>): Promise<Closer[]> | Closer[];
+}
+
+export interface ComposedService {
+  /** The app, or a listener in front of it that serves a hot route without Express (sessions' poll). */
+  app: Express | RequestListener;
+  workers?(): Promise<Closer[]> | Closer[];
 }
 
 /**
@@ -63,8 +75,11 @@ export async function runService<
     host: config.HOST,
     logger,
   });
-  const workers = (await definition.startWorkers?.(context)) ?? [];
-  const running = await startServer(definition.buildApp(context), {
+  const composed = definition.compose?.(context);
+  const workers = (await (composed ? composed.workers?.() : definition.startWorkers?.(context))) ?? [];
+  const app = composed?.app ?? definition.buildApp?.(context);
+  if (!app) throw new Error(`${definition.name}: the service definition has neither compose nor buildApp`);
+  const running = await startServer(app, {
     port: config.PORT,
     host: config.HOST,
     logger,

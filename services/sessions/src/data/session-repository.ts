@@ -25,13 +25,23 @@ export function isUniqueViolation(err: unknown): boolean {
   return false;
 }
 
-export async function findLatestSession(db: Executor, accountId: string): Promise<SessionRow | undefined> {
-  const rows = await db
+function latestSessionQuery(db: Executor) {
+  return db
     .select()
     .from(sessionsTable)
-    .where(eq(sessionsTable.accountId, accountId))
+    .where(eq(sessionsTable.accountId, sql.placeholder("accountId")))
     .orderBy(desc(sessionsTable.createdAt))
-    .limit(1);
+    .limit(1)
+    .prepare("sessions_latest_for_account");
+}
+
+// Built once per database (or transaction): every poll runs this, and building the SQL cost more than running it.
+const latestSessionQueries = new WeakMap<Executor, ReturnType<typeof latestSessionQuery>>();
+
+export async function findLatestSession(db: Executor, accountId: string): Promise<SessionRow | undefined> {
+  let query = latestSessionQueries.get(db);
+  if (!query) latestSessionQueries.set(db, (query = latestSessionQuery(db)));
+  const rows = await query.execute({ accountId });
   return rows[0];
 }
 
@@ -100,10 +110,8 @@ export async function updateSessionIf(
   return rows[0];
 }
 
-/** Records activity at most once per `granularityMs`, so frequent polls cost no writes. */
-export async function touchActivity(db: Executor, session: SessionRow, granularityMs: number): Promise<void> {
-  if (Date.now() - session.lastActivityAt.getTime() < granularityMs) return;
-  await db.update(sessionsTable).set({ lastActivityAt: new Date() }).where(eq(sessionsTable.id, session.id));
+export async function touchActivity(db: Executor, sessionId: string, at: Date): Promise<void> {
+  await db.update(sessionsTable).set({ lastActivityAt: at }).where(eq(sessionsTable.id, sessionId));
 }
 
 /**

@@ -14,9 +14,7 @@ import { requestStop, terminateSoon } from "./stop-session";
 export async function sweepIdleSessions(deps: SessionsDomainDeps, limit = 500): Promise<number> {
   let stopped = 0;
   for (const idle of await findIdleSessions(deps.db, limit)) {
-    const row = await deps.db.transaction((tx) =>
-      requestStop(tx, idle.accountId, "idle_timeout", deps.config.QUEUE_NAME_PREFIX),
-    );
+    const row = await deps.db.transaction((tx) => requestStop(deps, tx, idle.accountId, "idle_timeout"));
     if (row && row.id === idle.id) {
       stopped += 1;
       deps.logger.info({ sessionId: row.id }, "idle session stopped");
@@ -25,6 +23,6 @@ export async function sweepIdleSessions(deps: SessionsDomainDeps, limit = 500): 
   }
   // Housekeeping rides on the same loop: expired PIN digests and idempotency keys are dropped.
   await deleteExpiredPins(deps.db);
-  await deleteExpiredIdempotencyKeys(deps.db, deps.config.IDEMPOTENCY_TTL_HOURS);
+  await deleteExpiredIdempotencyKeys(deps.db, deps.settings.idempotencyTtlHours);
   return stopped;
 }

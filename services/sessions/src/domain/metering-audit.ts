@@ -1,5 +1,6 @@
 import { findSession, type SessionsTx } from "../data/session-repository";
 import { publishSessionFailed, publishSessionStopped } from "./session-events";
+import type { SessionsDomainDeps } from "./session-deps";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -9,17 +10,16 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * Sessions still starting or running are left alone.
  */
 export async function answerMeteringAudit(
+  deps: Pick<SessionsDomainDeps, "events" | "clock">,
   tx: SessionsTx,
   accountId: string,
   sessionIds: readonly string[],
-  queuePrefix: string,
 ): Promise<void> {
   for (const id of sessionIds) {
     if (!UUID.test(id)) continue;
     const row = await findSession(tx, id);
     if (!row || row.accountId !== accountId) continue;
-    if (row.state === "failed") await publishSessionFailed(tx, row, "reconciled", queuePrefix);
-    else if (row.state === "stopped" || row.state === "stopping")
-      await publishSessionStopped(tx, row, queuePrefix);
+    if (row.state === "failed") await publishSessionFailed(deps, tx, row, "reconciled");
+    else if (row.state === "stopped" || row.state === "stopping") await publishSessionStopped(deps, tx, row);
   }
 }

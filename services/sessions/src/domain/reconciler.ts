@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { metrics } from "@cgs/shared";
-import type { CloudInstance } from "../cloud/cloud-provider";
+import type { CloudInstance } from "../adapters/cloud-provider";
 import {
   claimActiveSessions,
   deleteVolumeRow,
@@ -13,19 +13,9 @@ import {
 } from "../data/session-repository";
 import type { SessionRow } from "../data/session-tables";
 import { publishSessionFailed, publishSessionStarted } from "./session-events";
-import type { SessionsDomainDeps } from "./session-deps";
+import type { ReconcilerSettings, SessionsDomainDeps } from "./session-deps";
 
-export interface ReconcilerSettings {
-  /** Identifies this replica's leases. */
-  owner?: string;
-  batchSize: number;
-  leaseMs: number;
-  startTimeoutMs: number;
-  /** A launched instance missing from describe within this long is not yet "lost" (eventual consistency). */
-  describeGraceMs: number;
-  /** Sessions handled at once within a tick (their per-transition calls: attach, probe, terminate). */
-  concurrency?: number;
-}
+export type { ReconcilerSettings } from "./session-deps";
 
 export interface TickReport {
   claimed: number;
@@ -53,7 +43,7 @@ export class Reconciler {
   }
 
   async tick(): Promise<TickReport> {
-    const began = Date.now();
+    const began = this.deps.clock.now().getTime();
     const report: TickReport = {
       claimed: 0,
       cloudCalls: 0,
@@ -70,7 +60,7 @@ export class Reconciler {
       if (launched.length > 0) {
         // Taken before the describe call: an instance it reports running was running at this moment or
         // later, so this time is never after the instance's real end.
-        const describedAt = new Date();
+        const describedAt = this.deps.clock.now();
         const described = await this.deps.cloud.describeInstances(launched.map((r) => r.id));
         report.cloudCalls += described.calls;
         for (const instance of described.instances) byInstance.set(instance.instanceId, instance);
@@ -95,7 +85,7 @@ export class Reconciler {
           report.cloudCalls += calls;
           note(transition);
           if (transition === "ready")
-            metrics.startToReady.observe((Date.now() - row.createdAt.getTime()) / 1000);
+            metrics.startToReady.observe((this.deps.clock.now().getTime() - row.createdAt.getTime()) / 1000);
         } catch (err) {
           this.deps.logger.error(
             { err, sessionId: row.id },
@@ -111,7 +101,7 @@ export class Reconciler {
       );
     }
     report.volumesDeleted = await this.deletePurgedVolumes(report);
-    report.durationMs = Date.now() - began;
+    report.durationMs = this.deps.clock.now().getTime() - began;
     return report;
   }
 
@@ -119,7 +109,7 @@ export class Reconciler {
     row: SessionRow,
     instance: CloudInstance | undefined,
   ): Promise<{ transition?: Transition; calls: number }> {
-    const now = Date.now();
+    const now = this.deps.clock.now().getTime();
     const { cloud } = this.deps;
     const since = (d: Date | null) => now - (d ?? row.createdAt).getTime();
     const timedOut = since(row.createdAt) > this.settings.startTimeoutMs;
@@ -180,7 +170,7 @@ export class Reconciler {
       const ready = instance.privateIp
         ? await this.deps.streamingHost.isReady(instance.privateIp, instance.sessionId)
         : false;
-      const runningAt = new Date();
+      const runningAt = this.deps.clock.now();
       const running = await this.deps.db.transaction(async (tx) => {
         const updated = await updateSessionIf(tx, row.id, "starting", {
           state: "running",
@@ -192,7 +182,7 @@ export class Reconciler {
           ready,
         });
         // Billing meters from here: the instance is running.
-        if (updated) await publishSessionStarted(tx, updated, this.deps.config.QUEUE_NAME_PREFIX);
+        if (updated) await publishSessionStarted(this.deps, tx, updated);
         return updated;
       });
       if (!running) return { calls };
@@ -205,7 +195,7 @@ export class Reconciler {
       return {
         transition: await this.fail(row, "instance_lost", "The instance stopped unexpectedly", {
           // Charged only up to the last time it was seen running, never up to when the loss was noticed.
-          endedAt: row.seenRunningAt ?? row.runningAt ?? new Date(),
+          endedAt: row.seenRunningAt ?? row.runningAt ?? this.deps.clock.now(),
         }),
         calls: instance && !gone ? 1 : 0,
       };
@@ -227,15 +217,14 @@ export class Reconciler {
     message: string,
     options: { endedAt?: Date } = {},
   ): Promise<Transition | undefined> {
-    const prefix = this.deps.config.QUEUE_NAME_PREFIX;
     const failed = await this.deps.db.transaction(async (tx) => {
       const updated = await updateSessionIf(tx, row.id, row.state, {
         state: "failed",
         ready: false,
         message,
-        endedAt: options.endedAt ?? new Date(),
+        endedAt: options.endedAt ?? this.deps.clock.now(),
       });
-      if (updated) await publishSessionFailed(tx, updated, reason, prefix);
+      if (updated) await publishSessionFailed(this.deps, tx, updated, reason);
       return updated;
     });
     if (failed) this.deps.logger.warn({ sessionId: row.id, reason }, "session failed");
@@ -245,7 +234,7 @@ export class Reconciler {
   private async close(row: SessionRow): Promise<Transition | undefined> {
     const updated = await updateSessionIf(this.deps.db, row.id, "stopping", {
       state: "stopped",
-      endedAt: new Date(),
+      endedAt: this.deps.clock.now(),
     });
     return updated ? "stopped" : undefined;
   }

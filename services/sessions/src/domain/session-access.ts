@@ -10,12 +10,17 @@ import type { SessionRow } from "../data/session-tables";
 import type { SessionsDomainDeps } from "./session-deps";
 import { toSessionStatus, type SessionStatus } from "./session-status";
 
+/** Records activity at most once per granularity, so frequent polls cost no writes. */
+async function noteActivity(deps: SessionsDomainDeps, row: SessionRow): Promise<void> {
+  const now = deps.clock.now();
+  if (now.getTime() - row.lastActivityAt.getTime() < deps.settings.activityGranularityMs) return;
+  await touchActivity(deps.db, row.id, now);
+}
+
 /** Answered from the service's own state only: no cloud call per poll. */
 export async function pollSession(deps: SessionsDomainDeps, accountId: string): Promise<SessionStatus> {
   const row = await findLatestSession(deps.db, accountId);
-  if (row && (row.state === "starting" || row.state === "running")) {
-    await touchActivity(deps.db, row, deps.config.SESSION_ACTIVITY_GRANULARITY_MS);
-  }
+  if (row && (row.state === "starting" || row.state === "running")) await noteActivity(deps, row);
   return toSessionStatus(row);
 }
 
@@ -25,7 +30,7 @@ async function liveSession(deps: SessionsDomainDeps, accountId: string): Promise
   if (!row || row.state === "stopping") {
     throw new AppError("SESSION_NOT_RUNNING", "There is no running session");
   }
-  await touchActivity(deps.db, row, deps.config.SESSION_ACTIVITY_GRANULARITY_MS);
+  await noteActivity(deps, row);
   return row;
 }
 
@@ -40,7 +45,8 @@ export function pinDigest(secret: string, sessionId: string, pin: string): strin
 
 /** Mints a four-digit PIN (CSPRNG), hands it to the streaming host, keeps only its HMAC. */
 export async function createPairingPin(deps: SessionsDomainDeps, accountId: string): Promise<PairingPin> {
-  const { config, streamingHost, logger } = deps;
+  const { settings, streamingHost, logger, clock } = deps;
+  const { pairing } = settings;
   const session = await liveSession(deps, accountId);
   if (!session.ready || !session.privateNetIp) {
     metrics.pairingFailures.labels("not_ready").inc();
@@ -49,15 +55,15 @@ export async function createPairingPin(deps: SessionsDomainDeps, accountId: stri
   const pin = String(randomInt(0, 10_000)).padStart(4, "0");
   let lastError: unknown;
   let accepted = false;
-  for (let attempt = 1; attempt <= config.PAIRING_RETRY_ATTEMPTS && !accepted; attempt += 1) {
+  for (let attempt = 1; attempt <= pairing.attempts && !accepted; attempt += 1) {
     try {
       await streamingHost.submitPin(session.privateNetIp, session.id, pin, "cgs-client");
       accepted = true;
     } catch (err) {
       lastError = err;
       // The host may still be coming up (or restarting its web UI): wait and try again.
-      if (attempt < config.PAIRING_RETRY_ATTEMPTS) {
-        await new Promise((resolve) => setTimeout(resolve, config.PAIRING_RETRY_DELAY_MS));
+      if (attempt < pairing.attempts) {
+        await new Promise((resolve) => setTimeout(resolve, pairing.retryDelayMs));
       }
     }
   }
@@ -66,8 +72,8 @@ export async function createPairingPin(deps: SessionsDomainDeps, accountId: stri
     logger.warn({ err: lastError, sessionId: session.id }, "streaming host refused the pairing PIN");
     throw AppError.unavailable("The streaming host is not answering; try pairing again shortly", 5);
   }
-  const expiresAt = new Date(Date.now() + config.PAIRING_PIN_TTL_SECONDS * 1000);
-  await savePinDigest(deps.db, session.id, pinDigest(config.PIN_HASH_SECRET, session.id, pin), expiresAt);
+  const expiresAt = new Date(clock.now().getTime() + pairing.pinTtlSeconds * 1000);
+  await savePinDigest(deps.db, session.id, pinDigest(pairing.pinHashSecret, session.id, pin), expiresAt);
   return { pin, expiresAt: expiresAt.toISOString() };
 }
 
@@ -79,7 +85,7 @@ export async function getConnectInfo(
   if (!session.privateNetIp) {
     throw new AppError("NOT_READY", "The instance has no private-network address yet; poll until running");
   }
-  return { privateNetIp: session.privateNetIp, port: deps.config.STREAMING_PORT };
+  return { privateNetIp: session.privateNetIp, port: deps.settings.streamingPort };
 }
 
 export async function createVpnKey(
@@ -87,31 +93,30 @@ export async function createVpnKey(
   accountId: string,
 ): Promise<{ key: string; expiresAt: string }> {
   const session = await liveSession(deps, accountId);
+  const network = deps.settings.privateNetwork;
   const accountTag = accountNetworkTag(accountId);
   let live;
   try {
     // A launched host's own join key carries the account tag too; only device keys count against the limit.
-    live = (await deps.privateNetwork.liveKeys(accountTag)).filter(
-      (k) => !k.tags.includes(deps.config.VPN_HOST_TAG),
-    );
+    live = (await deps.privateNetwork.liveKeys(accountTag)).filter((k) => !k.tags.includes(network.hostTag));
   } catch (err) {
     deps.logger.warn({ err, sessionId: session.id }, "private network did not list keys");
     throw AppError.unavailable("The private network is unavailable; try again shortly", 5);
   }
-  if (live.length >= deps.config.VPN_KEY_MAX_LIVE) {
+  if (live.length >= network.maxLiveKeys) {
     const soonest = Math.min(...live.map((k) => k.expiresAt.getTime()));
-    const wait = Math.max(1, Math.ceil((soonest - Date.now()) / 1000));
+    const wait = Math.max(1, Math.ceil((soonest - deps.clock.now().getTime()) / 1000));
     throw AppError.rateLimited(
       wait,
-      `At most ${deps.config.VPN_KEY_MAX_LIVE} unused private-network keys per account; retry in ${wait} seconds`,
+      `At most ${network.maxLiveKeys} unused private-network keys per account; retry in ${wait} seconds`,
     );
   }
   try {
     await deps.privateNetwork.ensureAccountAccess(accountTag);
     const key = await deps.privateNetwork.createAuthKey({
       // The account tag is what the tailnet ACL matches: a device joined with it reaches only this account's host.
-      tags: [...deps.config.VPN_KEY_TAGS, accountTag],
-      expirySeconds: deps.config.VPN_KEY_TTL_SECONDS,
+      tags: [...network.keyTags, accountTag],
+      expirySeconds: network.keyTtlSeconds,
       // Tailscale limits descriptions to 50 letters, digits and dashes.
       description: `cgs-session-${session.id.slice(0, 8)}`,
     });

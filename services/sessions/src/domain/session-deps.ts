@@ -1,11 +1,11 @@
 import type { Logger } from "pino";
+import type { AnyEvent } from "@cgs/shared";
 import type { AccountsClient } from "../clients/accounts-client";
-import type { BillingClient } from "../clients/billing-client";
-import type { CloudProvider } from "../cloud/cloud-provider";
-import type { PrivateNetwork } from "../cloud/private-network";
-import type { StreamingHost } from "../cloud/streaming-host";
-import type { SessionsConfig } from "../config";
-import type { SessionsDb } from "../data/session-repository";
+import type { BillingClient } from "../adapters/billing-client";
+import type { CloudProvider } from "../adapters/cloud-provider";
+import type { PrivateNetwork } from "../adapters/private-network";
+import type { StreamingHost } from "../adapters/streaming-host";
+import type { SessionsDb, SessionsTx } from "../data/session-repository";
 
 /** The outside systems the sessions service talks to, chosen at the composition root. */
 export interface SessionsAdapters {
@@ -16,8 +16,54 @@ export interface SessionsAdapters {
   billing: BillingClient;
 }
 
+/** The time as the domain reads it. */
+export interface Clock {
+  now(): Date;
+}
+
+export const systemClock: Clock = { now: () => new Date() };
+
+/** Writes an event to the outbox inside the caller's transaction; where it goes is decided at composition. */
+export interface EventPublisher {
+  publish(tx: SessionsTx, event: AnyEvent): Promise<void>;
+}
+
+/** The reconciler's pace; each replica leases its own sessions. */
+export interface ReconcilerSettings {
+  /** Identifies this replica's leases. */
+  owner?: string;
+  batchSize: number;
+  leaseMs: number;
+  startTimeoutMs: number;
+  /** A launched instance missing from describe within this long is not yet "lost" (eventual consistency). */
+  describeGraceMs: number;
+  /** Sessions handled at once within a tick (their per-transition calls: attach, probe, terminate). */
+  concurrency?: number;
+}
+
+/** What the use cases need to know, read from config once at composition. */
+export interface SessionSettings {
+  /** Minor units of `currency` per running minute. */
+  ratePerMinute: number;
+  currency: string;
+  /** When the account's preferences carry none. */
+  defaultIdleTimeoutMinutes: number;
+  /** Where new account volumes are created (instances follow their volume). */
+  availabilityZone: string;
+  capacityRetryAfterSeconds: number;
+  /** Poll, pair, connect and vpn-key refresh a session's activity at most this often. */
+  activityGranularityMs: number;
+  idempotencyTtlHours: number;
+  pairing: { attempts: number; retryDelayMs: number; pinTtlSeconds: number; pinHashSecret: string };
+  streamingPort: number;
+  privateNetwork: { keyTags: readonly string[]; keyTtlSeconds: number; maxLiveKeys: number; hostTag: string };
+  reconciler: ReconcilerSettings;
+}
+
 export interface SessionsDomainDeps extends SessionsAdapters {
   db: SessionsDb;
-  config: SessionsConfig;
+  settings: SessionSettings;
+  events: EventPublisher;
+  clock: Clock;
   logger: Logger;
 }

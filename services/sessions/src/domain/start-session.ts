@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { AppError, metrics } from "@cgs/shared";
-import type { StartAuthorization } from "../clients/billing-client";
-import { CloudCapacityError } from "../cloud/cloud-provider";
+import type { StartAuthorization } from "../adapters/billing-client";
+import { CloudCapacityError } from "../adapters/cloud-provider";
 import {
   claimIdempotencyKey,
   deleteSession,
@@ -37,14 +37,14 @@ const alreadyRunning = () =>
 export async function startSession(deps: SessionsDomainDeps, input: StartInput): Promise<SessionStatus> {
   const key = input.idempotencyKey;
   if (!key) return startOnce(deps, input);
-  const { db, config } = deps;
-  const deadline = Date.now() + IDEMPOTENT_WAIT_MS;
+  const { db, settings, clock } = deps;
+  const deadline = clock.now().getTime() + IDEMPOTENT_WAIT_MS;
   for (;;) {
-    const claim = await claimIdempotencyKey(db, input.accountId, key, config.IDEMPOTENCY_TTL_HOURS);
+    const claim = await claimIdempotencyKey(db, input.accountId, key, settings.idempotencyTtlHours);
     if (claim.claimed) break;
     if (claim.response !== null) return claim.response as SessionStatus;
     // The first request with this key is still running: wait for its answer rather than start twice.
-    if (Date.now() > deadline) throw alreadyRunning();
+    if (clock.now().getTime() > deadline) throw alreadyRunning();
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   try {
@@ -58,7 +58,7 @@ export async function startSession(deps: SessionsDomainDeps, input: StartInput):
 }
 
 async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<SessionStatus> {
-  const { db, config, accounts, billing, cloud, logger } = deps;
+  const { db, settings, accounts, billing, cloud, logger, clock } = deps;
   if (await findActiveSession(db, input.accountId)) throw alreadyRunning();
   if (input.region !== undefined && input.region !== cloud.region) {
     throw AppError.validation("region", `region ${input.region} is not offered; available: ${cloud.region}`);
@@ -78,9 +78,9 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
     accountId: input.accountId,
     state: "starting",
     region: cloud.region,
-    ratePerMinute: config.SESSION_RATE_PER_MINUTE,
-    currency: config.SESSION_CURRENCY,
-    idleTimeoutMinutes: account.preferences.idleTimeoutMinutes ?? config.SESSION_IDLE_TIMEOUT_MINUTES,
+    ratePerMinute: settings.ratePerMinute,
+    currency: settings.currency,
+    idleTimeoutMinutes: account.preferences.idleTimeoutMinutes ?? settings.defaultIdleTimeoutMinutes,
   });
   if (!session) throw alreadyRunning();
 
@@ -125,7 +125,7 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
       metrics.capacityFailures.inc();
       logger.warn({ sessionId: session.id, cloudCode: err.cloudCode }, "cloud capacity error at start");
       throw new AppError("CLOUD_CAPACITY", err.message, 503, {
-        "Retry-After": String(config.CLOUD_CAPACITY_RETRY_AFTER_SECONDS),
+        "Retry-After": String(settings.capacityRetryAfterSeconds),
       });
     }
     if (err instanceof AppError) throw err;
@@ -138,7 +138,7 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
     instanceId,
     volumeId: volume.volumeId,
     authorizationId: authorization.authorizationId,
-    startedAt: new Date(),
+    startedAt: clock.now(),
   });
   if (started) return toSessionStatus(started);
   return settleStoppedDuringLaunch(
@@ -157,8 +157,13 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
 async function abandonStart(deps: SessionsDomainDeps, session: SessionRow): Promise<void> {
   await deps.db.transaction(async (tx) => {
     await deleteSession(tx, session.id);
-    const ended = { ...session, runningAt: null, endedAt: new Date(), message: "The start did not complete" };
-    await publishSessionFailed(tx, ended, "start_failed", deps.config.QUEUE_NAME_PREFIX);
+    const ended = {
+      ...session,
+      runningAt: null,
+      endedAt: deps.clock.now(),
+      message: "The start did not complete",
+    };
+    await publishSessionFailed(deps, tx, ended, "start_failed");
   });
 }
 
@@ -170,7 +175,7 @@ async function settleStoppedDuringLaunch(
   accessToken: string,
   authorizationId: string,
 ): Promise<SessionStatus> {
-  const { db, cloud, billing, logger } = deps;
+  const { db, cloud, billing, logger, clock } = deps;
   await cloud.terminateInstance(instanceId).catch((err: unknown) => {
     logger.error({ err, instanceId }, "could not terminate the instance of a session stopped during launch");
   });
@@ -178,14 +183,14 @@ async function settleStoppedDuringLaunch(
   const row = await updateSessionIf(db, session.id, "stopping", {
     state: "stopped",
     instanceId,
-    endedAt: new Date(),
+    endedAt: clock.now(),
   });
   return toSessionStatus(row ?? session);
 }
 
 /** The account's volume, created at its storage tier's size on first use and kept across sessions. */
 async function ensureVolume(deps: SessionsDomainDeps, accountId: string, sizeGb: number): Promise<VolumeRow> {
-  const { db, cloud, config } = deps;
+  const { db, cloud, settings } = deps;
   const existing = await findVolume(db, accountId);
   if (existing) {
     if (existing.deleteRequestedAt) {
@@ -193,7 +198,7 @@ async function ensureVolume(deps: SessionsDomainDeps, accountId: string, sizeGb:
     }
     return existing;
   }
-  const availabilityZone = config.CLOUD_AVAILABILITY_ZONE;
+  const { availabilityZone } = settings;
   const { volumeId } = await cloud.createVolume({ accountId, sizeGb, availabilityZone });
   const saved = await saveVolume(db, {
     accountId,

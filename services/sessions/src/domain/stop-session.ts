@@ -13,10 +13,10 @@ export type StopReason = "user" | "credits_exhausted" | "idle_timeout" | "accoun
  * `onlySessionId` names another one: undefined.
  */
 export async function requestStop(
+  deps: Pick<SessionsDomainDeps, "events" | "clock">,
   tx: SessionsTx,
   accountId: string,
   reason: StopReason,
-  queuePrefix: string,
   onlySessionId?: string,
 ): Promise<SessionRow | undefined> {
   const active = await findActiveSession(tx, accountId, { forUpdate: true });
@@ -25,10 +25,10 @@ export async function requestStop(
   const row = await updateSessionIf(tx, active.id, active.state, {
     state: "stopping",
     ready: false,
-    stoppedAt: new Date(),
+    stoppedAt: deps.clock.now(),
     stopReason: reason,
   });
-  if (row) await publishSessionStopped(tx, row, queuePrefix);
+  if (row) await publishSessionStopped(deps, tx, row);
   return row;
 }
 
@@ -41,9 +41,7 @@ export async function terminateSoon(deps: SessionsDomainDeps, row: SessionRow | 
 }
 
 export async function stopSession(deps: SessionsDomainDeps, accountId: string): Promise<SessionStatus> {
-  const row = await deps.db.transaction((tx) =>
-    requestStop(tx, accountId, "user", deps.config.QUEUE_NAME_PREFIX),
-  );
+  const row = await deps.db.transaction((tx) => requestStop(deps, tx, accountId, "user"));
   if (!row) throw new AppError("SESSION_NOT_RUNNING", "There is no active session to stop");
   await terminateSoon(deps, row);
   return toSessionStatus(row);

@@ -1,7 +1,7 @@
 import { Router } from "express";
 import { AppError } from "@cgs/shared";
-import type { SimulatedCloudProvider } from "../cloud/simulated-cloud-provider";
-import type { SimulatedStreamingHost } from "../cloud/streaming-host";
+import type { SimulatedCloudProvider } from "../adapters/simulated-cloud-provider";
+import type { SimulatedStreamingHost } from "../adapters/streaming-host";
 
 /**
  * Fault injection for local runs and the platform's fault suite: never mounted in production or with a

@@ -25,12 +25,12 @@ import { loadGatewayConfig } from "../../../../gateway/src/config";
 import { closedPortUrl, gatewayTestEnv } from "../../../../gateway/src/testing/gateway-harness";
 import { createApp, type SessionsContext } from "../app";
 import { createAccountsClient } from "../clients/accounts-client";
-import { createBillingClient } from "../clients/billing-client";
-import { SimulatedPrivateNetwork } from "../cloud/private-network";
-import { withStreamingCredentials } from "../cloud/credential-issuing-cloud";
-import { SimulatedCloudProvider } from "../cloud/simulated-cloud-provider";
-import { SimulatedStreamingHost } from "../cloud/streaming-host";
-import { reconcilerFor, startSessionsWorkers } from "../composition";
+import { createBillingClient } from "../adapters/billing-client";
+import { SimulatedPrivateNetwork } from "../adapters/private-network";
+import { withStreamingCredentials } from "../adapters/credential-issuing-cloud";
+import { SimulatedCloudProvider } from "../adapters/simulated-cloud-provider";
+import { SimulatedStreamingHost } from "../adapters/streaming-host";
+import { domainDepsFor, reconcilerFor, startSessionsWorkers } from "../composition";
 import { sessionsConfigSchema, type SessionsConfig } from "../config";
 import * as schema from "../data/schema";
 import { StreamingCredentialRepository } from "../data/streaming-credential-repository";
@@ -85,7 +85,7 @@ export interface SessionsHarness {
 }
 
 /** Wraps an app so every response it sends is validated against shared/openapi.json. */
-function contractChecked(app: express.Express, violations: string[]): express.Express {
+function contractChecked(app: http.RequestListener, violations: string[]): express.Express {
   const outer = express();
   outer.use(
     OpenApiValidator.middleware({
@@ -191,7 +191,7 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
     }),
     billing: createBillingClient({ baseUrl: config.BILLING_URL, timeoutMs: config.INTERNAL_CALL_TIMEOUT_MS }),
   };
-  const deps: SessionsDomainDeps = { ...adapters, db: database.db, config, logger };
+  const deps = domainDepsFor(config, adapters, database.db, logger);
   const context: SessionsContext = {
     config,
     logger,
@@ -199,13 +199,13 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
     verifier: createJwtVerifier(oidcSettings(config)),
   };
   if (options.workers) {
-    const workerClosers = await startSessionsWorkers(deps, database);
+    const workerClosers = await startSessionsWorkers(deps, database, config);
     closers.unshift(async () => {
       for (const close of workerClosers) await close();
     });
   }
   const contractViolations: string[] = [];
-  const sessionsApp = createApp(context, { ...adapters, simulator: { cloud, streamingHost } });
+  const sessionsApp = createApp(context, deps, { cloud, streamingHost });
   const app =
     options.contractCheck === false ? sessionsApp : contractChecked(sessionsApp, contractViolations);
   const service = await startServer(app, { port: 0, logger, shutdownGraceMs: 1_000 });

@@ -1,6 +1,6 @@
 import { AppError } from "@cgs/shared";
 import { z } from "zod";
-import { callInternal } from "./internal-http";
+import { callInternal } from "../clients/internal-http";
 
 const authorizationSchema = z.object({
   authorizationId: z.string().min(1),

@@ -1,23 +1,25 @@
 import type { EventHandlers } from "@cgs/shared";
 import { requestVolumeDeletion } from "../data/session-repository";
 import type * as schema from "../data/schema";
-import { answerMeteringAudit } from "./metering-audit";
-import { requestStop } from "./stop-session";
+import type { SessionsDomainDeps } from "../domain/session-deps";
+import { answerMeteringAudit } from "../domain/metering-audit";
+import { requestStop } from "../domain/stop-session";
 
 /**
  * What sessions does with billing's and accounts' events. Each runs in the consumer's transaction; the
  * instance itself is terminated by the reconciler, which sees the session in `stopping`.
  */
-export function sessionEventHandlers(queuePrefix: string): EventHandlers<typeof schema> {
+export function sessionEventHandlers(
+  deps: Pick<SessionsDomainDeps, "events" | "clock">,
+): EventHandlers<typeof schema> {
   return {
     // Only the session billing ran out on: a newer one the player has since paid for keeps running.
     "credits.exhausted": async (event, tx) => {
-      await requestStop(tx, event.accountId, "credits_exhausted", queuePrefix, event.data.sessionId);
+      await requestStop(deps, tx, event.accountId, "credits_exhausted", event.data.sessionId);
     },
-    "metering.audit": (event, tx) =>
-      answerMeteringAudit(tx, event.accountId, event.data.sessionIds, queuePrefix),
+    "metering.audit": (event, tx) => answerMeteringAudit(deps, tx, event.accountId, event.data.sessionIds),
     "account.purge": async (event, tx) => {
-      await requestStop(tx, event.data.identityUserId, "account_purged", queuePrefix);
+      await requestStop(deps, tx, event.data.identityUserId, "account_purged");
       await requestVolumeDeletion(tx, event.data.identityUserId);
     },
   };
