@@ -1,4 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
+import { serviceQueueNames } from "@cgs/shared";
 import type { WorkloadConfig } from "./config";
 import {
   DEPLOYABLES,
@@ -23,7 +24,9 @@ export interface SecretEntry {
 
 /** Inbound queue name as the services spell it (shared/src/queue/event-routes.ts); infra adds the prefix. */
 export function serviceQueueName(deployable: string): string {
-  return `cgs-${deployable}`;
+  const name = (serviceQueueNames as Record<string, string>)[deployable];
+  if (!name) throw new Error(`${deployable} owns no inbound queue in shared/src/queue/event-routes.ts`);
+  return name;
 }
 
 export interface EnvironmentContext {

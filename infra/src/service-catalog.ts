@@ -1,3 +1,5 @@
+import { consumesQueue, queuesPublishedToBy } from "@cgs/shared";
+
 /**
  * The deployables and what each one needs from AWS. IAM policies, queues, databases, secrets,
  * network policy and environment are all derived from this table, so a new dependency is one edit.
@@ -12,9 +14,9 @@ export interface Deployable {
   port: number;
   /** PostgreSQL database (and role) name on the shared RDS instance; undefined = no database. */
   database?: string;
-  /** Owns an inbound SQS queue (with DLQ) it consumes. */
+  /** Owns an inbound SQS queue (with DLQ) it consumes: read off shared/src/queue/event-routes.ts. */
   consumesQueue: boolean;
-  /** Services whose inbound queues this one sends events to (mirrors shared/src/queue/event-routes.ts). */
+  /** Services whose inbound queues this one sends events to: read off shared/src/queue/event-routes.ts. */
   publishesTo: DeployableName[];
   /** Secrets Manager entries delivered to the pods, with env var -> JSON key. */
   secrets: Partial<Record<SharedSecretName, Record<string, string>>>;
@@ -26,12 +28,12 @@ export interface Deployable {
   internetPorts: number[];
 }
 
-export const DEPLOYABLES: readonly Deployable[] = [
+type DeployableEntry = Omit<Deployable, "consumesQueue" | "publishesTo">;
+
+const ENTRIES: readonly DeployableEntry[] = [
   {
     name: "gateway",
     port: 8080,
-    consumesQueue: false,
-    publishesTo: [],
     secrets: { redis: { REDIS_URL: "url" } },
     managesStreamingInstances: false,
     calls: ["sessions", "billing", "accounts", "auth-proxy"],
@@ -41,8 +43,6 @@ export const DEPLOYABLES: readonly Deployable[] = [
     name: "sessions",
     port: 8101,
     database: "sessions",
-    consumesQueue: true,
-    publishesTo: ["billing"],
     secrets: {
       streaming: {
         PIN_HASH_SECRET: "pinHashSecret",
@@ -60,8 +60,6 @@ export const DEPLOYABLES: readonly Deployable[] = [
     name: "billing",
     port: 8102,
     database: "billing",
-    consumesQueue: true,
-    publishesTo: ["sessions"],
     secrets: { stripe: { STRIPE_SECRET_KEY: "secretKey", STRIPE_WEBHOOK_SECRET: "webhookSecret" } },
     managesStreamingInstances: false,
     // Deletion-grace check before a top-up.
@@ -72,8 +70,6 @@ export const DEPLOYABLES: readonly Deployable[] = [
     name: "accounts",
     port: 8103,
     database: "accounts",
-    consumesQueue: true,
-    publishesTo: ["sessions", "billing"],
     secrets: {},
     managesStreamingInstances: false,
     calls: [],
@@ -83,8 +79,6 @@ export const DEPLOYABLES: readonly Deployable[] = [
     name: "auth-proxy",
     port: 8104,
     database: "auth_proxy",
-    consumesQueue: false,
-    publishesTo: [],
     secrets: {
       identityProvider: { KEYCLOAK_ADMIN_CLIENT_SECRET: "adminClientSecret" },
       smtp: { SMTP_URL: "url" },
@@ -94,6 +88,13 @@ export const DEPLOYABLES: readonly Deployable[] = [
     internetPorts: [443, 465, 587],
   },
 ];
+
+/** Event routing is not restated here: the services' own routing table decides queues and send rights. */
+export const DEPLOYABLES: readonly Deployable[] = ENTRIES.map((entry) => ({
+  ...entry,
+  consumesQueue: consumesQueue(entry.name),
+  publishesTo: queuesPublishedToBy(entry.name),
+}));
 
 /** SESSIONS_QUEUE_URL style names. */
 export function envPrefix(name: string): string {

@@ -44,6 +44,18 @@ export const serviceQueueNames = {
   accounts: "cgs-accounts",
 } as const;
 
+export type QueueOwner = keyof typeof serviceQueueNames;
+
+/** Which service publishes each event type (from its outbox). */
+export const eventPublishers: Record<EventType, QueueOwner> = {
+  "session.started": "sessions",
+  "session.stopped": "sessions",
+  "session.failed": "sessions",
+  "credits.exhausted": "billing",
+  "metering.audit": "billing",
+  "account.purge": "accounts",
+};
+
 /** Which service hears which event: the one fan-out table every publisher uses. */
 export const platformEventRoutes: EventRoutes = {
   "session.started": [serviceQueueNames.billing],
@@ -53,3 +65,28 @@ export const platformEventRoutes: EventRoutes = {
   "metering.audit": [serviceQueueNames.sessions],
   "account.purge": [serviceQueueNames.sessions, serviceQueueNames.billing],
 };
+
+/**
+ * The services whose inbound queues `publisher` sends to, read off the two tables above: infra grants
+ * sqs:SendMessage and hands out queue URLs from this, so a new route is one edit here.
+ */
+export function queuesPublishedToBy(
+  publisher: string,
+  routes: EventRoutes = platformEventRoutes,
+): QueueOwner[] {
+  const owners = Object.entries(serviceQueueNames) as Array<[QueueOwner, string]>;
+  const targets = new Set<QueueOwner>();
+  for (const [type, from] of Object.entries(eventPublishers) as Array<[EventType, QueueOwner]>) {
+    if (from !== publisher) continue;
+    for (const destination of destinationsFor(routes, type)) {
+      const owner = owners.find(([, queue]) => queue === destination)?.[0];
+      if (owner) targets.add(owner);
+    }
+  }
+  return owners.map(([owner]) => owner).filter((owner) => targets.has(owner));
+}
+
+/** Whether `service` owns an inbound queue (infra creates it with a DLQ). */
+export function consumesQueue(service: string): boolean {
+  return Object.hasOwn(serviceQueueNames, service);
+}
