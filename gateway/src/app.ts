@@ -6,6 +6,7 @@ import {
   AppError,
   createBaseApp,
   extractToken,
+  HEADERS,
   installErrorHandlers,
   isIdentityOutage,
   loadOpenApiDocument,
@@ -55,7 +56,7 @@ export function upstreamsFromConfig(config: GatewayConfig): UpstreamUrls {
   };
 }
 
-const AUTH_METHOD_HEADER = "x-cgs-auth-method";
+const AUTH_METHOD_HEADER = HEADERS.authMethod;
 
 const routeOf = (res: Response): RouteEntry => {
   const route = (res.locals as GatewayLocals).route;

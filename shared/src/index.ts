@@ -1,5 +1,7 @@
 export * from "./config";
 export * from "./errors";
+export * from "./clock";
+export * from "./clients";
 export * from "./http";
 export * from "./auth";
 export * from "./db";

@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { NextFunction, Request, Response } from "express";
 import type { Logger } from "pino";
-import { AppError } from "@cgs/shared";
+import { AppError, HEADERS } from "@cgs/shared";
 
 export interface UpstreamProxyOptions {
   agent: http.Agent;
@@ -84,7 +84,7 @@ export function upstreamRequestHeaders(
   headers["x-forwarded-proto"] = req.protocol;
   if (req.headers.host) headers["x-forwarded-host"] = req.headers.host;
   const requestId = (res.locals as { requestId?: string }).requestId;
-  if (requestId) headers["x-request-id"] = requestId;
+  if (requestId) headers[HEADERS.requestId] = requestId;
   if (target.token) headers.authorization = `Bearer ${target.token}`;
   if (Buffer.isBuffer(target.body)) {
     headers["content-length"] = String(target.body.length);

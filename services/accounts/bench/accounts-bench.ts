@@ -12,7 +12,7 @@ import { createApp } from "../src/app";
 import { accountsConfigSchema } from "../src/config";
 import { AccountRepository } from "../src/data/account-repository";
 import * as schema from "../src/data/schema";
-import { DAY_MS } from "../src/domain/clock";
+import { DAY_MS } from "@cgs/shared";
 import { createDeletionSweep } from "../src/domain/deletion-sweep";
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4_000);

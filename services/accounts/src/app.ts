@@ -4,7 +4,7 @@ import type { AccountsConfig } from "./config";
 import { AccountRepository } from "./data/account-repository";
 import type * as schema from "./data/schema";
 import { createAccountUseCases } from "./domain/account-use-cases";
-import { systemClock, type Clock } from "./domain/clock";
+import { systemClock, type Clock } from "@cgs/shared";
 import { accountRoutes, internalAccountRoutes } from "./http/account-routes";
 
 export type AccountsContext = ServiceContext<AccountsConfig, typeof schema>;

@@ -24,7 +24,7 @@ import { createApp } from "./app";
 import { accountsConfigSchema, type AccountsConfig } from "./config";
 import { AccountRepository } from "./data/account-repository";
 import * as schema from "./data/schema";
-import { DAY_MS } from "./domain/clock";
+import { DAY_MS } from "@cgs/shared";
 import { createDeletionSweep } from "./domain/deletion-sweep";
 import { startWorkers } from "./workers";
 

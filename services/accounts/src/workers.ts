@@ -8,7 +8,7 @@ import {
 } from "@cgs/shared";
 import type { AccountsContext } from "./app";
 import { AccountRepository } from "./data/account-repository";
-import { systemClock, type Clock } from "./domain/clock";
+import { systemClock, type Clock } from "@cgs/shared";
 import { createDeletionSweep } from "./domain/deletion-sweep";
 
 /** Outbox relay (account.purge to sessions and billing) and the deletion sweep. */

@@ -3,7 +3,8 @@ import { createServiceApp, type IdentityAdmin, type ServiceContext } from "@cgs/
 import type { AuthProxyConfig } from "./config";
 import { ResetRepository } from "./data/reset-repository";
 import type * as schema from "./data/schema";
-import { createCompleteReset, parseResetRequest, systemClock, type Clock } from "./domain/password-reset";
+import { systemClock, type Clock } from "@cgs/shared";
+import { createCompleteReset, parseResetRequest } from "./domain/password-reset";
 import type { ResetTokenCodec } from "./domain/reset-token";
 import { passwordResetRoutes } from "./http/password-reset-routes";
 

@@ -11,7 +11,8 @@ import { LOCAL_RESET_TOKEN_SECRET } from "./config";
 import { createApp, type AuthProxyContext } from "./app";
 import { ResetRepository } from "./data/reset-repository";
 import { createSmtpMailer, type Mailer } from "./domain/mailer";
-import { createResetRequestProcessor, systemClock, type Clock } from "./domain/password-reset";
+import { systemClock, type Clock } from "@cgs/shared";
+import { createResetRequestProcessor } from "./domain/password-reset";
 import { createResetTokenCodec, type ResetTokenCodec } from "./domain/reset-token";
 
 const TOKEN_CLEANUP_INTERVAL_MS = 60_000;

@@ -1,11 +1,17 @@
 import express, { Router, type Express } from "express";
 import type Stripe from "stripe";
-import { createBaseApp, installErrorHandlers, requireAuth, type ServiceContext } from "@cgs/shared";
+import {
+  createAccountsClient,
+  createBaseApp,
+  installErrorHandlers,
+  requireAuth,
+  type AccountsClient,
+  type ServiceContext,
+} from "@cgs/shared";
 import type { BillingConfig } from "./config";
 import type * as schema from "./data/schema";
 import { billingSettings, type BillingDeps } from "./domain/billing-deps";
 import type { TopupDeps } from "./domain/topups";
-import { createHttpAccountsClient, type AccountsClient } from "./integrations/accounts-client";
 import { createLocalPaymentProvider } from "./integrations/local-payment-provider";
 import type { PaymentProvider } from "./integrations/payment-provider";
 import { createStripeClient } from "./integrations/stripe-client";
@@ -43,7 +49,7 @@ export function billingAdapters(
       (config.PAYMENT_PROVIDER === "local"
         ? createLocalPaymentProvider(config.LOCAL_CHECKOUT_BASE_URL)
         : createStripePaymentProvider(stripe)),
-    accounts: overrides.accounts ?? createHttpAccountsClient(config.ACCOUNTS_URL, config.ACCOUNTS_TIMEOUT_MS),
+    accounts: overrides.accounts ?? createAccountsClient({ baseUrl: config.ACCOUNTS_URL, timeoutMs: config.ACCOUNTS_TIMEOUT_MS }),
     now: overrides.now ?? (() => new Date()),
   };
 }

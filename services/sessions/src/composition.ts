@@ -1,6 +1,7 @@
 import type { RequestListener } from "node:http";
 import type { Logger } from "pino";
 import {
+  createAccountsClient,
   metrics,
   onScrape,
   publishInTransaction,
@@ -11,7 +12,6 @@ import {
   STREAMING_TCP_PORTS,
   STREAMING_UDP_PORT_RANGE,
 } from "@cgs/shared";
-import { createAccountsClient } from "./clients/accounts-client";
 import { createBillingClient } from "./adapters/billing-client";
 import type { CloudProvider } from "./adapters/cloud-provider";
 import { withStreamingCredentials } from "./adapters/credential-issuing-cloud";

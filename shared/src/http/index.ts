@@ -4,3 +4,5 @@ export * from "./logging-middleware";
 export * from "./health-routes";
 export * from "./base-app";
 export * from "./server";
+export * from "./headers";
+export * from "./request-input";

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { HEADERS } from "./headers";
 
-export const REQUEST_ID_HEADER = "x-request-id";
+export const REQUEST_ID_HEADER = HEADERS.requestId;
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**

@@ -1,7 +1,7 @@
 import { AppError, type Principal } from "@cgs/shared";
 import type { AccountRow } from "../data/account-tables";
 import type { AccountRepository } from "../data/account-repository";
-import { DAY_MS, type Clock } from "./clock";
+import { DAY_MS, type Clock } from "@cgs/shared";
 import { effectivePreferences, parsePreferencesPatch, type Preferences } from "./preferences";
 
 export interface DeletionSchedule {

@@ -1,8 +1,13 @@
 import type { Logger } from "pino";
-import { createEvent, publishInTransaction, type IdentityAdmin, type OpenedDatabase } from "@cgs/shared";
+import {
+  createEvent,
+  publishInTransaction,
+  type Clock,
+  type IdentityAdmin,
+  type OpenedDatabase,
+} from "@cgs/shared";
 import type { AccountRepository } from "../data/account-repository";
 import type * as schema from "../data/schema";
-import type { Clock } from "./clock";
 
 export interface DeletionSweepDeps {
   database: OpenedDatabase<typeof schema>;

@@ -1,13 +1,8 @@
 import express, { Router } from "express";
-import { getPrincipal } from "@cgs/shared";
+import { getPrincipal, HEADERS } from "@cgs/shared";
 import type { AccountUseCases, AuthMethod } from "../domain/account-use-cases";
 
-/**
- * Set by the gateway from how it authenticated the request (it overwrites any client value); a direct
- * caller of the service is a bearer caller.
- */
-export const AUTH_METHOD_HEADER = "x-cgs-auth-method";
-
+// The gateway overwrites any client value of this header; a direct caller of the service is a bearer caller.
 const authMethodOf = (value: string | string[] | undefined): AuthMethod =>
   value === "cookie" ? "cookie" : "bearer";
 
@@ -28,7 +23,7 @@ export function accountRoutes(useCases: AccountUseCases): Router {
   router.get("/session", async (req, res) => {
     res.setHeader("Cache-Control", "no-store");
     res.json(
-      await useCases.describeIdentity(getPrincipal(res), authMethodOf(req.headers[AUTH_METHOD_HEADER])),
+      await useCases.describeIdentity(getPrincipal(res), authMethodOf(req.headers[HEADERS.authMethod])),
     );
   });
 

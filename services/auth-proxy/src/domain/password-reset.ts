@@ -3,6 +3,7 @@ import {
   AppError,
   IdentityUserNotFoundError,
   PasswordRejectedError,
+  type Clock,
   type IdentityAdmin,
   type OpenedDatabase,
 } from "@cgs/shared";
@@ -10,12 +11,6 @@ import type { ResetRepository } from "../data/reset-repository";
 import type * as schema from "../data/schema";
 import type { Mailer } from "./mailer";
 import type { ResetTokenCodec } from "./reset-token";
-
-export interface Clock {
-  now(): Date;
-}
-
-export const systemClock: Clock = { now: () => new Date() };
 
 const CLAIM_LEASE_MS = 60_000;
 

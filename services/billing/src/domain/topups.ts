@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { and, eq } from "drizzle-orm";
-import { AppError } from "@cgs/shared";
+import { AppError, type AccountsClient } from "@cgs/shared";
 import { topupsTable } from "../data/billing-tables";
-import type { AccountsClient } from "../integrations/accounts-client";
 import type { PaymentProvider } from "../integrations/payment-provider";
 import type { BillingDeps } from "./billing-deps";
 import { assertWalletOpen, lockOrCreateWallet } from "./wallets";
@@ -53,7 +52,7 @@ export function assertTopupAmount(deps: BillingDeps, amount: unknown): asserts a
  */
 export async function createTopup(deps: TopupDeps, request: TopupRequest): Promise<TopupCheckout> {
   assertTopupAmount(deps, request.amount);
-  const account = await deps.accounts.getMyAccount(request.accessToken);
+  const account = await deps.accounts.getStatus(request.accessToken);
   if (account.pendingDeletion) {
     throw new AppError(
       "ACCOUNT_PENDING_DELETION",

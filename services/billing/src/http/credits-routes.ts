@@ -1,5 +1,5 @@
 import type { Router } from "express";
-import { AppError, getAuth, getPrincipal } from "@cgs/shared";
+import { AppError, getAuth, getPrincipal, readIdempotencyKey } from "@cgs/shared";
 import { getStorageBilling } from "../domain/storage-billing";
 import { createTopup, type TopupDeps } from "../domain/topups";
 import { listTransactions, parseCursor, parsePageSize } from "../domain/transactions";
@@ -13,14 +13,6 @@ function topupBody(body: unknown): { amount: unknown } {
   if (unknown.length > 0) throw AppError.validation(unknown[0]!, `Unknown field: ${unknown[0]}`);
   if (!("amount" in body)) throw AppError.validation("amount", "amount is required");
   return body as { amount: unknown };
-}
-
-function idempotencyKey(value: string | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  if (value.length < 1 || value.length > 255) {
-    throw AppError.validation("Idempotency-Key", "Idempotency-Key must be 1 to 255 characters");
-  }
-  return value;
 }
 
 /** The wallet endpoints of the public API (behind the service's own JWT check). */
@@ -37,7 +29,7 @@ export function creditsRoutes(deps: TopupDeps) {
         accountId: auth.principal.identityUserId,
         accessToken: auth.accessToken,
         amount: amount as number,
-        clientKey: idempotencyKey(req.get("idempotency-key")),
+        clientKey: readIdempotencyKey(req),
       });
       res.json(checkout);
     });

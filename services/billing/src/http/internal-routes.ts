@@ -1,6 +1,6 @@
 import { Router } from "express";
 import { z } from "zod";
-import { AppError, getPrincipal } from "@cgs/shared";
+import { AppError, getPrincipal, parseBody } from "@cgs/shared";
 import type { BillingDeps } from "../domain/billing-deps";
 import { authorizeStart, releaseStartAuthorization } from "../domain/start-authorization";
 
@@ -14,22 +14,11 @@ const startAuthorizationBody = z
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function parseBody(body: unknown) {
-  const parsed = startAuthorizationBody.safeParse(body ?? {});
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0]!;
-  if (issue.code === z.ZodIssueCode.unrecognized_keys) {
-    throw AppError.validation(issue.keys[0]!, `Unknown field: ${issue.keys[0]}`);
-  }
-  const field = issue.path.join(".") || "body";
-  throw AppError.validation(field, `${field} ${issue.message.toLowerCase()}`);
-}
-
 /** /internal/v1: called by sessions with the user's own token; never exposed by the gateway. */
 export function internalRoutes(deps: BillingDeps): Router {
   const router = Router();
   router.post("/start-authorizations", async (req, res) => {
-    const body = parseBody(req.body);
+    const body = parseBody(startAuthorizationBody, req.body);
     res.json(await authorizeStart(deps, getPrincipal(res).identityUserId, body));
   });
   router.post("/start-authorizations/:id/release", async (req, res) => {

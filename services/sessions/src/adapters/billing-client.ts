@@ -1,6 +1,5 @@
-import { AppError } from "@cgs/shared";
+import { AppError, callInternal } from "@cgs/shared";
 import { z } from "zod";
-import { callInternal } from "../clients/internal-http";
 
 const authorizationSchema = z.object({
   authorizationId: z.string().min(1),

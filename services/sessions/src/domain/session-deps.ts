@@ -1,6 +1,5 @@
 import type { Logger } from "pino";
-import type { AnyEvent } from "@cgs/shared";
-import type { AccountsClient } from "../clients/accounts-client";
+import type { AccountsClient, AnyEvent } from "@cgs/shared";
 import type { BillingClient } from "../adapters/billing-client";
 import type { CloudProvider } from "../adapters/cloud-provider";
 import type { PrivateNetwork } from "../adapters/private-network";

@@ -4,6 +4,7 @@ import express, { type ErrorRequestHandler } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
 import pino from "pino";
 import {
+  createAccountsClient,
   createJwtVerifier,
   loadConfig,
   loadOpenApiDocument,
@@ -24,7 +25,6 @@ import { createApp as createGatewayApp } from "../../../../gateway/src/app";
 import { loadGatewayConfig } from "../../../../gateway/src/config";
 import { closedPortUrl, gatewayTestEnv } from "../../../../gateway/src/testing/gateway-harness";
 import { createApp, type SessionsContext } from "../app";
-import { createAccountsClient } from "../clients/accounts-client";
 import { createBillingClient } from "../adapters/billing-client";
 import { SimulatedPrivateNetwork } from "../adapters/private-network";
 import { withStreamingCredentials } from "../adapters/credential-issuing-cloud";

@@ -1,4 +1,4 @@
-import { AppError } from "@cgs/shared";
+import { AppError } from "../errors";
 
 export interface InternalResponse {
   status: number;

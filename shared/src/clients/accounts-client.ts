@@ -1,4 +1,4 @@
-import { AppError } from "@cgs/shared";
+import { AppError } from "../errors";
 import { z } from "zod";
 import { callInternal } from "./internal-http";
 

@@ -1,0 +1,2 @@
+export * from "./internal-http";
+export * from "./accounts-client";
