@@ -16,7 +16,7 @@ import os from "node:os";
 import path from "node:path";
 import { startTestIdentityProvider } from "@cgs/shared/testing/tokens";
 import { startOtlpReceiver } from "@cgs/shared/testing/tracing";
-import { closedPortUrl } from "../src/testing/gateway-harness";
+import { closedPortUrl } from "../../test/harnesses/gateway-harness";
 
 const root = path.resolve(__dirname, "..", "..");
 const quick = process.argv.includes("--quick");

@@ -9,7 +9,7 @@ import {
   startFakeUpstream,
   startTestGateway,
   type TestGateway,
-} from "./testing/gateway-harness";
+} from "../../test/harnesses/gateway-harness";
 
 const UNAUTHENTICATED = { error: "UNAUTHENTICATED", message: "Missing or invalid bearer token" };
 const now = () => Math.floor(Date.now() / 1000);

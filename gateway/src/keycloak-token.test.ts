@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
 import { keycloakReachableSync } from "@cgs/shared/testing/keycloak";
-import { startTestGateway, type TestGateway } from "./testing/gateway-harness";
+import { startTestGateway, type TestGateway } from "../../test/harnesses/gateway-harness";
 
 const KEYCLOAK_URL = process.env.KEYCLOAK_URL ?? "http://127.0.0.1:8081";
 const REALM = "cgs";

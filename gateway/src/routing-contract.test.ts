@@ -3,7 +3,7 @@ import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/share
 import { upstreamsFromConfig } from "./app";
 import { loadGatewayConfig } from "./config";
 import { buildRouteTable, GATEWAY_LOCAL_PATHS, GATEWAY_OPERATIONS } from "./http/route-table";
-import { startTestGateway, type TestGateway } from "./testing/gateway-harness";
+import { startTestGateway, type TestGateway } from "../../test/harnesses/gateway-harness";
 
 const doc = loadOpenApiDocument();
 const upstreams = upstreamsFromConfig(loadGatewayConfig({}));

@@ -9,7 +9,7 @@ import {
   startTestGateway,
   type FakeUpstream,
   type TestGateway,
-} from "./testing/gateway-harness";
+} from "../../test/harnesses/gateway-harness";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const repoRoot = path.resolve(__dirname, "..", "..");

@@ -5,7 +5,7 @@ import path from "node:path";
 import { chromium, type Browser } from "playwright-core";
 import { createTestUser, totpCode, uniqueEmail, type TestUser } from "@cgs/shared/testing/keycloak";
 import { repoRoot, type LaunchedPlatform } from "../../../test/platform/launch-platform";
-import { describeWithChromium } from "../../../gateway/src/testing/portal-browser-harness";
+import { describeWithChromium } from "../../../test/harnesses/portal-browser-harness";
 import { createClient } from "@cgs/sdk";
 import {
   expiredCopy,

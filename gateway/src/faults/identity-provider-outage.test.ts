@@ -14,8 +14,8 @@ import {
 import {
   startTestAccounts,
   type TestAccountsServer,
-} from "../../../services/accounts/src/testing/accounts-server";
-import { startTestGateway, type TestGateway } from "../testing/gateway-harness";
+} from "../../../test/harnesses/accounts-server";
+import { startTestGateway, type TestGateway } from "../../../test/harnesses/gateway-harness";
 
 // Fault: the identity provider unreachable. The real Keycloak (shared peer, never stopped) sits behind a TCP
 // hop in this process that the test cuts: the gateway and a real service (accounts) fetch the JWKS through it.

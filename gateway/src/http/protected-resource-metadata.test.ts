@@ -1,5 +1,5 @@
 import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
-import { startTestGateway, type TestGateway } from "../testing/gateway-harness";
+import { startTestGateway, type TestGateway } from "../../../test/harnesses/gateway-harness";
 
 let idp: TestIdentityProvider;
 let gw: TestGateway;

@@ -5,7 +5,7 @@ import {
   describeWithChromium,
   startPortalBrowserHarness,
   type PortalBrowserHarness,
-} from "../testing/portal-browser-harness";
+} from "../../../test/harnesses/portal-browser-harness";
 
 describeWithChromium("the portal browser test")("portal in a real browser", () => {
   let portal: PortalBrowserHarness;

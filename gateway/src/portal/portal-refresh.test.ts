@@ -11,7 +11,7 @@ import {
 } from "@cgs/shared/testing/keycloak";
 import { createApp } from "../app";
 import { loadGatewayConfig, type GatewayConfig } from "../config";
-import { closedPortUrl, startFakeUpstream, type FakeUpstream } from "../testing/gateway-harness";
+import { closedPortUrl, startFakeUpstream, type FakeUpstream } from "../../../test/harnesses/gateway-harness";
 import { createOidcClient, type OidcClient } from "./oidc-login";
 import { refreshCookieSecure } from "./portal-cookies";
 import { LOCAL_PORTAL_COOKIE_SECRET } from "./portal-config";

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
-import { startTestGateway, type TestGateway } from "../testing/gateway-harness";
+import { startTestGateway, type TestGateway } from "../../../test/harnesses/gateway-harness";
 import { openLoginState } from "./oidc-login";
 import { LOCAL_PORTAL_COOKIE_SECRET } from "./portal-config";
 

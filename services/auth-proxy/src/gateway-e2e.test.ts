@@ -6,9 +6,9 @@ import { waitForMail } from "@cgs/shared/testing/mail";
 import { TEST_ALLOWED_AZP_ENV } from "@cgs/shared/testing/tokens";
 import { createApp as createGatewayApp } from "../../../gateway/src/app";
 import { loadGatewayConfig } from "../../../gateway/src/config";
-import { closedPortUrl } from "../../../gateway/src/testing/gateway-harness";
-import { startTestAccounts, type TestAccountsServer } from "../../accounts/src/testing/accounts-server";
-import { startAuthProxy, type AuthProxyHarness } from "./testing/auth-proxy-harness";
+import { closedPortUrl } from "../../../test/harnesses/gateway-harness";
+import { startTestAccounts, type TestAccountsServer } from "../../../test/harnesses/accounts-server";
+import { startAuthProxy, type AuthProxyHarness } from "../../../test/harnesses/auth-proxy-harness";
 
 type Json = Record<string, unknown>;
 const json = async (res: Response): Promise<Json> => (await res.json()) as Json;

@@ -12,7 +12,7 @@ import {
 import { messagesTo, waitForMail } from "@cgs/shared/testing/mail";
 import { waitUntil } from "@cgs/shared/testing/queue";
 import { ResetRepository } from "./data/reset-repository";
-import { startAuthProxy, type AuthProxyHarness } from "./testing/auth-proxy-harness";
+import { startAuthProxy, type AuthProxyHarness } from "../../../test/harnesses/auth-proxy-harness";
 
 const contract = createContractChecker();
 const REQUEST = "/api/v1/auth/password-reset/request";

@@ -24,7 +24,7 @@ import { startTestIdentityProvider, TEST_ALLOWED_AZP_ENV } from "@cgs/shared/tes
 import { startOtlpReceiver } from "@cgs/shared/testing/tracing";
 import { formatNumber, reportRows, type BenchRow } from "../../../test/bench/results";
 import { runWrk, type LoadResult } from "../../../test/bench/wrk";
-import { closedPortUrl } from "../../../gateway/src/testing/gateway-harness";
+import { closedPortUrl } from "../../../test/harnesses/gateway-harness";
 import * as schema from "../src/data/schema";
 import { sessionsTable } from "../src/data/session-tables";
 import { Reconciler } from "../src/domain/reconciler";

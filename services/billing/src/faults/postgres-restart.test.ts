@@ -4,7 +4,7 @@ import pino from "pino";
 import { toAppError } from "@cgs/shared";
 import { startOwnPostgres, type OwnPostgres } from "@cgs/shared/testing/own-postgres";
 import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
-import { startTestAccounts, type TestAccountsServer } from "../../../accounts/src/testing/accounts-server";
+import { startTestAccounts, type TestAccountsServer } from "../../../../test/harnesses/accounts-server";
 import { ledgerEntriesTable, walletsTable } from "../data/billing-tables";
 import { findLedgerMismatches, postLedgerEntry } from "../data/wallet-repository";
 import { billingSettings, type BillingDeps } from "../domain/billing-deps";

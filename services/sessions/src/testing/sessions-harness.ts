@@ -23,7 +23,7 @@ import {
 } from "@cgs/shared/testing/tokens";
 import { createApp as createGatewayApp } from "../../../../gateway/src/app";
 import { loadGatewayConfig } from "../../../../gateway/src/config";
-import { closedPortUrl, gatewayTestEnv } from "../../../../gateway/src/testing/gateway-harness";
+import { closedPortUrl, gatewayTestEnv } from "../../../../test/harnesses/gateway-harness";
 import { createApp, type SessionsContext } from "../app";
 import { createBillingClient } from "../adapters/billing-client";
 import { SimulatedPrivateNetwork } from "../adapters/private-network";

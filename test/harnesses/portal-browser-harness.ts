@@ -3,10 +3,10 @@ import http from "node:http";
 import pino from "pino";
 import { chromium, type Browser } from "playwright-core";
 import { createJwtVerifier, oidcSettings, startServer } from "@cgs/shared";
-import { startTestAccounts } from "../../../services/accounts/src/testing/accounts-server";
-import { startAuthProxy } from "../../../services/auth-proxy/src/testing/auth-proxy-harness";
-import { createApp } from "../app";
-import { loadGatewayConfig } from "../config";
+import { startTestAccounts } from "./accounts-server";
+import { startAuthProxy } from "./auth-proxy-harness";
+import { createApp } from "../../gateway/src/app";
+import { loadGatewayConfig } from "../../gateway/src/config";
 import { closedPortUrl } from "./gateway-harness";
 
 const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";

@@ -2,10 +2,10 @@ import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { Page } from "playwright-core";
 import type { TestUser } from "@cgs/shared/testing/keycloak";
-import { launchPlatform, type LaunchedPlatform } from "../../../test/platform/launch-platform";
+import { launchPlatform, type LaunchedPlatform } from "../platform/launch-platform";
 
 /** Gitignored: every page at 1280 and 360 px, written by the portal's browser tests for people to look at. */
-export const SCREENSHOT_DIR = path.resolve(__dirname, "../../test-artifacts/portal");
+export const SCREENSHOT_DIR = path.resolve(__dirname, "../../gateway/test-artifacts/portal");
 
 /**
  * The whole platform (`npm start`'s launcher: the four services, the gateway, the cloud simulator and the

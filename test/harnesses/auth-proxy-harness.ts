@@ -9,11 +9,11 @@ import {
   type RunningServer,
 } from "@cgs/shared";
 import { openTestDatabase, type OpenedTestDatabase } from "@cgs/shared/testing/db";
-import { authProxyConfigSchema, type AuthProxyConfig } from "../config";
-import { createAuthProxy, type AuthProxyAdapters } from "../composition";
-import * as schema from "../data/schema";
-import { createSmtpMailer } from "../domain/mailer";
-import { createResetTokenCodec } from "../domain/reset-token";
+import { authProxyConfigSchema, type AuthProxyConfig } from "../../services/auth-proxy/src/config";
+import { createAuthProxy, type AuthProxyAdapters } from "../../services/auth-proxy/src/composition";
+import * as schema from "../../services/auth-proxy/src/data/schema";
+import { createSmtpMailer } from "../../services/auth-proxy/src/domain/mailer";
+import { createResetTokenCodec } from "../../services/auth-proxy/src/domain/reset-token";
 
 export const TEST_RESET_SECRET = "auth-proxy-test-secret-0123456789abcdef";
 
@@ -43,7 +43,7 @@ export async function startAuthProxy(
   });
   const database = await openTestDatabase(options.db ?? "postgres", "auth_proxy", {
     schema,
-    migrationsFolder: path.join(__dirname, "..", "..", "drizzle"),
+    migrationsFolder: path.join(__dirname, "..", "..", "services", "auth-proxy", "drizzle"),
   });
   const logger = pino({ level: "silent" });
   const clock = { current: null as Date | null, now: () => clock.current ?? new Date() };

@@ -9,9 +9,9 @@ import {
   type RunningServer,
 } from "@cgs/shared";
 import { openTestDatabase, type OpenedTestDatabase } from "@cgs/shared/testing/db";
-import { createApp } from "../app";
-import { accountsConfigSchema } from "../config";
-import * as schema from "../data/schema";
+import { createApp } from "../../services/accounts/src/app";
+import { accountsConfigSchema } from "../../services/accounts/src/config";
+import * as schema from "../../services/accounts/src/data/schema";
 
 export interface TestAccountsServer extends RunningServer {
   database: OpenedTestDatabase<typeof schema>;
@@ -27,7 +27,7 @@ export async function startTestAccounts(options: {
 }): Promise<TestAccountsServer> {
   const database = await openTestDatabase(options.db, options.name, {
     schema,
-    migrationsFolder: path.join(__dirname, "..", "..", "drizzle"),
+    migrationsFolder: path.join(__dirname, "..", "..", "services", "accounts", "drizzle"),
   });
   const config = loadConfig(accountsConfigSchema, { LOG_LEVEL: "silent", ...options.env });
   const logger = pino({ level: "silent" });

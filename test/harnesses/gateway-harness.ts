@@ -4,8 +4,8 @@ import type { AddressInfo } from "node:net";
 import pino from "pino";
 import { createJwtVerifier, oidcSettings, startServer, type RunningServer } from "@cgs/shared";
 import { TEST_ALLOWED_AZP_ENV, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
-import { createApp, type GatewayDeps } from "../app";
-import { loadGatewayConfig } from "../config";
+import { createApp, type GatewayDeps } from "../../gateway/src/app";
+import { loadGatewayConfig } from "../../gateway/src/config";
 
 export interface RecordedRequest {
   method: string;
