@@ -9,7 +9,7 @@ import {
   type RunningServer,
 } from "@cgs/shared";
 import { openTestDatabase, type OpenedTestDatabase } from "@cgs/shared/testing/db";
-import { createApp } from "../../services/accounts/src/app";
+import { buildAccounts } from "../../services/accounts/src/composition";
 import { accountsConfigSchema } from "../../services/accounts/src/config";
 import * as schema from "../../services/accounts/src/data/schema";
 
@@ -32,7 +32,7 @@ export async function startTestAccounts(options: {
   const config = loadConfig(accountsConfigSchema, { LOG_LEVEL: "silent", ...options.env });
   const logger = pino({ level: "silent" });
   const running = await startServer(
-    createApp({ config, logger, database, verifier: createJwtVerifier(oidcSettings(config)) }),
+    buildAccounts({ config, logger, database, verifier: createJwtVerifier(oidcSettings(config)) }).app,
     { port: 0, logger, shutdownGraceMs: 500 },
   );
   return {

@@ -8,11 +8,11 @@ import { createJwtVerifier, loadConfig, startServer, type IdentityAdmin } from "
 import { createTestDatabase } from "../../../shared/src/testing/db";
 import { startTestIdentityProvider, TEST_ALLOWED_AZP } from "../../../shared/src/testing/tokens";
 import { openDatabase } from "@cgs/shared";
-import { createApp } from "../src/app";
+import { buildAccounts } from "../src/composition";
 import { accountsConfigSchema } from "../src/config";
 import { AccountRepository } from "../src/data/account-repository";
 import * as schema from "../src/data/schema";
-import { DAY_MS } from "@cgs/shared";
+import { createOutboxPublisher, DAY_MS } from "@cgs/shared";
 import { createDeletionSweep } from "../src/domain/deletion-sweep";
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4_000);
@@ -58,18 +58,20 @@ async function main(): Promise<void> {
   const idp = await startTestIdentityProvider();
   const config = loadConfig(accountsConfigSchema, { LOG_LEVEL: "silent" });
   const clock = { current: new Date(), now: () => new Date(clock.current) };
-  const app = createApp({
-    config,
-    logger,
-    database,
-    verifier: createJwtVerifier({
-      issuer: idp.issuer,
-      audience: idp.audience,
-      jwksUrl: idp.jwksUrl,
-      allowedAzp: TEST_ALLOWED_AZP,
-    }),
-    clock,
-  });
+  const { app } = buildAccounts(
+    {
+      config,
+      logger,
+      database,
+      verifier: createJwtVerifier({
+        issuer: idp.issuer,
+        audience: idp.audience,
+        jwksUrl: idp.jwksUrl,
+        allowedAzp: TEST_ALLOWED_AZP,
+      }),
+    },
+    { clock },
+  );
   const server = await startServer(app, { port: 0, logger, shutdownGraceMs: 500 });
   try {
     const tokens = await Promise.all(
@@ -117,7 +119,7 @@ async function main(): Promise<void> {
         clock,
         logger,
         batchSize: 100,
-        queuePrefix: "bench-",
+        events: createOutboxPublisher("bench-"),
       });
       const t = performance.now();
       let purged = 0;

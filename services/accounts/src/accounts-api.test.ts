@@ -9,7 +9,7 @@ import {
   TEST_ALLOWED_AZP,
   type TestIdentityProvider,
 } from "@cgs/shared/testing/tokens";
-import { createApp } from "./app";
+import { buildAccounts } from "./composition";
 import { accountsConfigSchema } from "./config";
 import * as schema from "./data/schema";
 import { DEFAULT_PREFERENCES } from "./domain/preferences";
@@ -19,25 +19,27 @@ const migrationsFolder = path.join(__dirname, "..", "drizzle");
 
 let idp: TestIdentityProvider;
 let database: OpenedTestDatabase<typeof schema>;
-let app: ReturnType<typeof createApp>;
+let app: ReturnType<typeof buildAccounts>["app"];
 const clock = { current: new Date("2026-03-01T10:00:00.000Z"), now: () => new Date(clock.current) };
 
 beforeAll(async () => {
   idp = await startTestIdentityProvider();
   database = await openTestDatabase("pglite", "accounts_api", { schema, migrationsFolder });
   const config = loadConfig(accountsConfigSchema, { LOG_LEVEL: "silent" });
-  app = createApp({
-    config,
-    logger: pino({ level: "silent" }),
-    database,
-    verifier: createJwtVerifier({
-      issuer: idp.issuer,
-      audience: idp.audience,
-      jwksUrl: idp.jwksUrl,
-      allowedAzp: TEST_ALLOWED_AZP,
-    }),
-    clock,
-  });
+  app = buildAccounts(
+    {
+      config,
+      logger: pino({ level: "silent" }),
+      database,
+      verifier: createJwtVerifier({
+        issuer: idp.issuer,
+        audience: idp.audience,
+        jwksUrl: idp.jwksUrl,
+        allowedAzp: TEST_ALLOWED_AZP,
+      }),
+    },
+    { clock },
+  ).app;
 });
 
 afterAll(async () => {

@@ -5,6 +5,7 @@ import { eq } from "drizzle-orm";
 import {
   createJwtVerifier,
   createKeycloakAdmin,
+  createOutboxPublisher,
   keycloakAdminOptions,
   loadConfig,
   outboxTable,
@@ -20,13 +21,12 @@ import {
   type TestIdentityProvider,
 } from "@cgs/shared/testing/tokens";
 import { GetQueueUrlCommand } from "@aws-sdk/client-sqs";
-import { createApp } from "./app";
 import { accountsConfigSchema, type AccountsConfig } from "./config";
 import { AccountRepository } from "./data/account-repository";
 import * as schema from "./data/schema";
 import { DAY_MS } from "@cgs/shared";
+import { buildAccounts } from "./composition";
 import { createDeletionSweep } from "./domain/deletion-sweep";
-import { startWorkers } from "./workers";
 
 process.env.AWS_ACCESS_KEY_ID ||= "test";
 process.env.AWS_SECRET_ACCESS_KEY ||= "test";
@@ -68,19 +68,26 @@ afterAll(async () => {
   await idp?.close();
 });
 
+/** The service as main.ts composes it, over the test clock and the real identity provider. */
+function accountsFor() {
+  return buildAccounts(
+    {
+      config,
+      logger,
+      database,
+      verifier: createJwtVerifier({
+        issuer: idp.issuer,
+        audience: idp.audience,
+        jwksUrl: idp.jwksUrl,
+        allowedAzp: TEST_ALLOWED_AZP,
+      }),
+    },
+    { clock, identity: keycloak },
+  );
+}
+
 function appFor() {
-  return createApp({
-    config,
-    logger,
-    database,
-    verifier: createJwtVerifier({
-      issuer: idp.issuer,
-      audience: idp.audience,
-      jwksUrl: idp.jwksUrl,
-      allowedAzp: TEST_ALLOWED_AZP,
-    }),
-    clock,
-  });
+  return accountsFor().app;
 }
 
 async function scheduleDeletion(app: ReturnType<typeof appFor>, token: string) {
@@ -105,20 +112,7 @@ describe("deletion sweep", () => {
     const schedule = await scheduleDeletion(app, doomed);
     await request(app).get("/api/v1/settings").set("Authorization", `Bearer ${keeper}`).expect(200);
 
-    const closers: Closer[] = await startWorkers(
-      {
-        config,
-        logger,
-        database,
-        verifier: createJwtVerifier({
-          issuer: idp.issuer,
-          audience: idp.audience,
-          jwksUrl: idp.jwksUrl,
-          allowedAzp: TEST_ALLOWED_AZP,
-        }),
-      },
-      { clock, identity: keycloak },
-    );
+    const closers: Closer[] = await accountsFor().startWorkers();
     const sqs = createTestSqsClient();
     try {
       // One day before the end of the grace nothing happens.
@@ -189,7 +183,7 @@ describe("deletion sweep", () => {
         clock,
         logger,
         batchSize: 2,
-        queuePrefix: "race-",
+        events: createOutboxPublisher("race-"),
       }),
     );
     const results = await Promise.all(sweeps.map((s) => s.runOnce()));
@@ -236,7 +230,7 @@ describe("deletion sweep", () => {
       clock,
       logger,
       batchSize: 10,
-      queuePrefix: "flaky-",
+      events: createOutboxPublisher("flaky-"),
     });
     const first = await sweep.runOnce();
     expect(first.purged).toContain(sub);

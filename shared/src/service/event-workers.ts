@@ -69,6 +69,15 @@ export function publishInTransaction(tx: SqlExecutor, event: AnyEvent, prefix = 
   return enqueueEvent(tx, event, destinationsFor(prefixedRoutes(prefix), event.type as EventType));
 }
 
+/** Puts events in the outbox of the caller's transaction; the queue-name prefix is bound once, at composition. */
+export interface OutboxPublisher {
+  publish(tx: SqlExecutor, event: AnyEvent): Promise<void>;
+}
+
+export function createOutboxPublisher(queuePrefix = ""): OutboxPublisher {
+  return { publish: (tx, event) => publishInTransaction(tx, event, queuePrefix) };
+}
+
 /**
  * Starts the outbox relay, the pruning of sent outbox rows and old processed-event ids and, when the
  * service consumes events, the long-polling consumer on its own queue

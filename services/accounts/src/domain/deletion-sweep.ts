@@ -1,10 +1,10 @@
 import type { Logger } from "pino";
 import {
   createEvent,
-  publishInTransaction,
   type Clock,
   type IdentityAdmin,
   type OpenedDatabase,
+  type OutboxPublisher,
 } from "@cgs/shared";
 import type { AccountRepository } from "../data/account-repository";
 import type * as schema from "../data/schema";
@@ -15,9 +15,8 @@ export interface DeletionSweepDeps {
   identity: IdentityAdmin;
   clock: Clock;
   logger: Logger;
+  events: OutboxPublisher;
   batchSize: number;
-  /** Queue-name prefix of the platform routes (test isolation). */
-  queuePrefix: string;
 }
 
 export interface SweepResult {
@@ -36,7 +35,7 @@ const MAX_DISABLE_BACKOFF_MS = 3_600_000;
  * backoff until it succeeds.
  */
 export function createDeletionSweep(deps: DeletionSweepDeps) {
-  const { database, accounts, identity, clock, logger, batchSize, queuePrefix } = deps;
+  const { database, accounts, identity, clock, logger, events, batchSize } = deps;
 
   async function purgeDueAccounts(): Promise<string[]> {
     const now = clock.now();
@@ -52,7 +51,7 @@ export function createDeletionSweep(deps: DeletionSweepDeps) {
           },
           { occurredAt: now },
         );
-        await publishInTransaction(tx, event, queuePrefix);
+        await events.publish(tx, event);
         await accounts.purge(tx, account, now);
       }
       return due.map((a) => a.identityUserId);
