@@ -10,9 +10,9 @@ import {
 } from "@cgs/shared";
 import { openTestDatabase, type OpenedTestDatabase } from "@cgs/shared/testing/db";
 import { authProxyConfigSchema, type AuthProxyConfig } from "../../services/auth-proxy/src/config";
-import { createAuthProxy, type AuthProxyAdapters } from "../../services/auth-proxy/src/composition";
+import { composeAuthProxy, type AuthProxyAdapters } from "../../services/auth-proxy/src/composition";
 import * as schema from "../../services/auth-proxy/src/data/schema";
-import { createSmtpMailer } from "../../services/auth-proxy/src/domain/mailer";
+import { createSmtpMailer } from "../../services/auth-proxy/src/adapters/smtp-mailer";
 import { createResetTokenCodec } from "../../services/auth-proxy/src/domain/reset-token";
 
 export const TEST_RESET_SECRET = "auth-proxy-test-secret-0123456789abcdef";
@@ -53,7 +53,6 @@ export async function startAuthProxy(
     mailer: createSmtpMailer({ url: config.SMTP_URL, from: config.MAIL_FROM }),
     clock,
   };
-  const proxy = createAuthProxy(adapters);
   const context = {
     config,
     logger,
@@ -65,8 +64,8 @@ export async function startAuthProxy(
       jwksUrl: `${config.OIDC_ISSUER}/protocol/openid-connect/certs`,
     }),
   };
-  const workers = proxy.startWorkers(context);
-  const running = await startServer(proxy.buildApp(context), {
+  const { app, workers } = composeAuthProxy(context, adapters);
+  const running = await startServer(app, {
     port: 0,
     logger,
     shutdownGraceMs: 1_000,

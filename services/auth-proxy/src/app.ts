@@ -1,7 +1,7 @@
 import type { Express } from "express";
 import { createServiceApp, type IdentityAdmin, type ServiceContext } from "@cgs/shared";
 import type { AuthProxyConfig } from "./config";
-import { ResetRepository } from "./data/reset-repository";
+import type { ResetRepository } from "./data/reset-repository";
 import type * as schema from "./data/schema";
 import { systemClock, type Clock } from "@cgs/shared";
 import { createCompleteReset, parseResetRequest } from "./domain/password-reset";
@@ -10,7 +10,8 @@ import { passwordResetRoutes } from "./http/password-reset-routes";
 
 export type AuthProxyContext = ServiceContext<AuthProxyConfig, typeof schema>;
 
-export interface AuthProxyAppDeps extends AuthProxyContext {
+export interface AuthProxyAppDeps extends Pick<AuthProxyContext, "logger" | "verifier" | "database"> {
+  resets: ResetRepository;
   identity: IdentityAdmin;
   tokens: ResetTokenCodec;
   /** Called after a reset request is queued, so the worker picks it up at once. */
@@ -24,8 +25,7 @@ export interface AuthProxyAppDeps extends AuthProxyContext {
  * password through the identity provider's admin API.
  */
 export function createApp(deps: AuthProxyAppDeps): Express {
-  const { logger, verifier, database, identity, tokens, clock = systemClock } = deps;
-  const resets = new ResetRepository(database.db);
+  const { logger, verifier, database, resets, identity, tokens, clock = systemClock } = deps;
   const completeReset = createCompleteReset({ database, resets, identity, tokens, clock, logger });
   return createServiceApp({
     logger,

@@ -2,26 +2,44 @@ import {
   createKeycloakAdmin,
   keycloakAdminOptions,
   startPeriodicWorker,
-  type Closer,
+  systemClock,
+  type Clock,
+  type ComposedService,
   type IdentityAdmin,
-  type PeriodicWorker,
 } from "@cgs/shared";
+import { createSmtpMailer, type Mailer } from "./adapters/smtp-mailer";
+import { createApp, type AuthProxyContext } from "./app";
 import type { AuthProxyConfig } from "./config";
 import { LOCAL_RESET_TOKEN_SECRET } from "./config";
-import { createApp, type AuthProxyContext } from "./app";
 import { ResetRepository } from "./data/reset-repository";
-import { createSmtpMailer, type Mailer } from "./domain/mailer";
-import { systemClock, type Clock } from "@cgs/shared";
 import { createResetRequestProcessor } from "./domain/password-reset";
 import { createResetTokenCodec, type ResetTokenCodec } from "./domain/reset-token";
 
 const TOKEN_CLEANUP_INTERVAL_MS = 60_000;
 
+/** Outside systems (identity provider, mail) and the token codec, chosen from config; tests pass their own. */
 export interface AuthProxyAdapters {
   identity: IdentityAdmin;
   tokens: ResetTokenCodec;
   mailer: Mailer;
   clock: Clock;
+}
+
+/** What the reset worker needs from config, and nothing else. */
+export interface AuthProxySettings {
+  publicBaseUrl: string;
+  ttlSeconds: number;
+  maxAttempts: number;
+  workerIntervalMs: number;
+}
+
+export function authProxySettings(config: AuthProxyConfig): AuthProxySettings {
+  return {
+    publicBaseUrl: config.PUBLIC_BASE_URL,
+    ttlSeconds: config.RESET_TOKEN_TTL_SECONDS,
+    maxAttempts: config.RESET_WORKER_MAX_ATTEMPTS,
+    workerIntervalMs: config.RESET_WORKER_INTERVAL_MS,
+  };
 }
 
 export function adaptersFromConfig(config: AuthProxyConfig): AuthProxyAdapters {
@@ -37,49 +55,49 @@ export function adaptersFromConfig(config: AuthProxyConfig): AuthProxyAdapters {
 }
 
 /**
- * Wires the app and the reset worker over one set of adapters (runService calls startWorkers before
- * buildApp; the app's request handler kicks the worker).
+ * The composition root: one repository and one set of adapters for the app and the reset worker (the
+ * app's request handler kicks the worker so a queued reset is mailed at once).
  */
-export function createAuthProxy(adapters: AuthProxyAdapters) {
-  let worker: PeriodicWorker | undefined;
-  return {
-    startWorkers(context: AuthProxyContext): Closer[] {
-      const resets = new ResetRepository(context.database.db);
-      let lastCleanup = 0;
-      const processor = createResetRequestProcessor({
-        resets,
-        identity: adapters.identity,
-        tokens: adapters.tokens,
-        mailer: adapters.mailer,
-        clock: adapters.clock,
-        logger: context.logger.child({ component: "reset-worker" }),
-        publicBaseUrl: context.config.PUBLIC_BASE_URL,
-        ttlSeconds: context.config.RESET_TOKEN_TTL_SECONDS,
-        maxAttempts: context.config.RESET_WORKER_MAX_ATTEMPTS,
-      });
-      const started = startPeriodicWorker(
-        "reset-worker",
-        context.config.RESET_WORKER_INTERVAL_MS,
-        async () => {
-          await processor.drain();
-          const now = adapters.clock.now();
-          if (now.getTime() - lastCleanup < TOKEN_CLEANUP_INTERVAL_MS) return;
-          lastCleanup = now.getTime();
-          await resets.forgetExpiredTokens(now);
-        },
-        context.logger,
-      );
-      worker = started;
-      return [() => started.stop(), () => adapters.mailer.close()];
+export function composeAuthProxy(
+  context: AuthProxyContext,
+  adapters: AuthProxyAdapters = adaptersFromConfig(context.config),
+): ComposedService {
+  const { logger, verifier, database } = context;
+  const settings = authProxySettings(context.config);
+  const resets = new ResetRepository(database.db);
+  const processor = createResetRequestProcessor({
+    resets,
+    identity: adapters.identity,
+    tokens: adapters.tokens,
+    mailer: adapters.mailer,
+    clock: adapters.clock,
+    logger: logger.child({ component: "reset-worker" }),
+    publicBaseUrl: settings.publicBaseUrl,
+    ttlSeconds: settings.ttlSeconds,
+    maxAttempts: settings.maxAttempts,
+  });
+  let lastCleanup = 0;
+  const worker = startPeriodicWorker(
+    "reset-worker",
+    settings.workerIntervalMs,
+    async () => {
+      await processor.drain();
+      const now = adapters.clock.now();
+      if (now.getTime() - lastCleanup < TOKEN_CLEANUP_INTERVAL_MS) return;
+      lastCleanup = now.getTime();
+      await resets.forgetExpiredTokens(now);
     },
-    buildApp(context: AuthProxyContext) {
-      return createApp({
-        ...context,
-        identity: adapters.identity,
-        tokens: adapters.tokens,
-        clock: adapters.clock,
-        onResetRequested: () => worker?.kick(),
-      });
-    },
-  };
+    logger,
+  );
+  const app = createApp({
+    logger,
+    verifier,
+    database,
+    resets,
+    identity: adapters.identity,
+    tokens: adapters.tokens,
+    clock: adapters.clock,
+    onResetRequested: () => worker.kick(),
+  });
+  return { app, workers: [() => worker.stop(), () => adapters.mailer.close()] };
 }

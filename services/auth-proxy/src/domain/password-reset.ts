@@ -9,7 +9,7 @@ import {
 } from "@cgs/shared";
 import type { ResetRepository } from "../data/reset-repository";
 import type * as schema from "../data/schema";
-import type { Mailer } from "./mailer";
+import type { Mailer } from "../adapters/smtp-mailer";
 import type { ResetTokenCodec } from "./reset-token";
 
 const CLAIM_LEASE_MS = 60_000;
