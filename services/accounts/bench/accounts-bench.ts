@@ -4,9 +4,9 @@
 // Options (env): BENCH_REQUESTS (default 4000), BENCH_CONCURRENCY (16), BENCH_ACCOUNTS (500), BENCH_PURGE ("100,2000").
 import path from "node:path";
 import pino from "pino";
-import { createJwtVerifier, loadConfig, startServer, type IdentityAdmin } from "@cgs/shared";
+import { loadConfig, startServer, type IdentityAdmin } from "@cgs/shared";
 import { createTestDatabase } from "../../../shared/src/testing/db";
-import { startTestIdentityProvider, TEST_ALLOWED_AZP } from "../../../shared/src/testing/tokens";
+import { startTestIdentityProvider, testVerifier } from "../../../shared/src/testing/tokens";
 import { openDatabase } from "@cgs/shared";
 import { buildAccounts } from "../src/composition";
 import { accountsConfigSchema } from "../src/config";
@@ -63,12 +63,7 @@ async function main(): Promise<void> {
       config,
       logger,
       database,
-      verifier: createJwtVerifier({
-        issuer: idp.issuer,
-        audience: idp.audience,
-        jwksUrl: idp.jwksUrl,
-        allowedAzp: TEST_ALLOWED_AZP,
-      }),
+      verifier: testVerifier(idp),
     },
     { clock },
   );

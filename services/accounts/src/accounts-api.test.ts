@@ -1,12 +1,12 @@
 import path from "node:path";
 import pino from "pino";
 import request from "supertest";
-import { createJwtVerifier, loadConfig } from "@cgs/shared";
+import { loadConfig } from "@cgs/shared";
 import { createContractChecker } from "@cgs/shared/testing/contract";
 import { openTestDatabase, type OpenedTestDatabase } from "@cgs/shared/testing/db";
 import {
   startTestIdentityProvider,
-  TEST_ALLOWED_AZP,
+  testVerifier,
   type TestIdentityProvider,
 } from "@cgs/shared/testing/tokens";
 import { buildAccounts } from "./composition";
@@ -31,12 +31,7 @@ beforeAll(async () => {
       config,
       logger: pino({ level: "silent" }),
       database,
-      verifier: createJwtVerifier({
-        issuer: idp.issuer,
-        audience: idp.audience,
-        jwksUrl: idp.jwksUrl,
-        allowedAzp: TEST_ALLOWED_AZP,
-      }),
+      verifier: testVerifier(idp),
     },
     { clock },
   ).app;

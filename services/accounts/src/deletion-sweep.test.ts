@@ -3,7 +3,6 @@ import pino from "pino";
 import request from "supertest";
 import { eq } from "drizzle-orm";
 import {
-  createJwtVerifier,
   createKeycloakAdmin,
   createOutboxPublisher,
   keycloakAdminOptions,
@@ -17,7 +16,7 @@ import { createTestSqsClient, drainQueue, uniqueQueueName, waitUntil } from "@cg
 import { createTestUser, getTestUser, uniqueEmail, type TestUser } from "@cgs/shared/testing/keycloak";
 import {
   startTestIdentityProvider,
-  TEST_ALLOWED_AZP,
+  testVerifier,
   type TestIdentityProvider,
 } from "@cgs/shared/testing/tokens";
 import { GetQueueUrlCommand } from "@aws-sdk/client-sqs";
@@ -75,12 +74,7 @@ function accountsFor() {
       config,
       logger,
       database,
-      verifier: createJwtVerifier({
-        issuer: idp.issuer,
-        audience: idp.audience,
-        jwksUrl: idp.jwksUrl,
-        allowedAzp: TEST_ALLOWED_AZP,
-      }),
+      verifier: testVerifier(idp),
     },
     { clock, identity: keycloak },
   );

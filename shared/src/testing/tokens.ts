@@ -11,6 +11,7 @@ import {
   type KeyLike,
   type JWTHeaderParameters,
 } from "jose";
+import { createJwtVerifier, type JwtVerifier } from "../auth";
 
 interface SigningKey {
   kid: string;
@@ -205,4 +206,16 @@ export async function startTestIdentityProvider(
       });
     },
   };
+}
+
+/** The JWT verifier a service builds, pointed at the test identity provider. */
+export function testVerifier(
+  idp: Pick<TestIdentityProvider, "issuer" | "audience" | "jwksUrl">,
+): JwtVerifier {
+  return createJwtVerifier({
+    issuer: idp.issuer,
+    audience: idp.audience,
+    jwksUrl: idp.jwksUrl,
+    allowedAzp: TEST_ALLOWED_AZP,
+  });
 }
