@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { eventPublishers, platformEventRoutes, type EventType } from "@cgs/shared";
 import { DEPLOYABLES } from "../service-catalog";
 import { NAMESPACE, serviceAccountName } from "../platform-values";
 import { REPO_ROOT, broadGrants, ofType, parsePolicy, type StackRun } from "./stack-harness";
@@ -179,6 +180,19 @@ export function describeStackInvariants(stack: string, run: () => StackRun): voi
         expect(sqsResources("sqs:SendMessage").sort()).toEqual(
           [...d.publishesTo].sort().map((t) => expect.stringMatching(new RegExp(`:${stack}-cgs-${t}$`))),
         );
+      }
+    });
+
+    it("when an event type is routed to a queue, then the role of the service that publishes it may send there", () => {
+      for (const [type, destinations] of Object.entries(platformEventRoutes)) {
+        const publisher = eventPublishers[type as EventType];
+        const statements = inlinePolicyOf(run(), `cgs-${stack}-${publisher}`).flatMap((p) => p.Statement);
+        const sendable = statements
+          .filter((s) => s.Action.includes("sqs:SendMessage"))
+          .flatMap((s) => [s.Resource].flat());
+        for (const queue of destinations ?? []) {
+          expect(sendable).toContainEqual(expect.stringMatching(new RegExp(`:${stack}-${queue}$`)));
+        }
       }
     });
 

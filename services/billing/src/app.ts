@@ -49,7 +49,9 @@ export function billingAdapters(
       (config.PAYMENT_PROVIDER === "local"
         ? createLocalPaymentProvider(config.LOCAL_CHECKOUT_BASE_URL)
         : createStripePaymentProvider(stripe)),
-    accounts: overrides.accounts ?? createAccountsClient({ baseUrl: config.ACCOUNTS_URL, timeoutMs: config.ACCOUNTS_TIMEOUT_MS }),
+    accounts:
+      overrides.accounts ??
+      createAccountsClient({ baseUrl: config.ACCOUNTS_URL, timeoutMs: config.ACCOUNTS_TIMEOUT_MS }),
     now: overrides.now ?? (() => new Date()),
   };
 }
