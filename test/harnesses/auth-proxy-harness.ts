@@ -69,7 +69,7 @@ export async function startAuthProxy(
     port: 0,
     logger,
     shutdownGraceMs: 1_000,
-    onClose: workers,
+    onClose: (await workers?.()) ?? [],
   });
   return {
     ...running,

@@ -87,10 +87,10 @@ export function buildAccounts(context: AccountsContext, overrides: Partial<Accou
 }
 
 /** The composition root runService calls. */
-export async function composeAccounts(
+export function composeAccounts(
   context: AccountsContext,
   overrides: Partial<AccountsAdapters> = {},
-): Promise<ComposedService> {
+): ComposedService {
   const accounts = buildAccounts(context, overrides);
-  return { app: accounts.app, workers: await accounts.startWorkers() };
+  return { app: accounts.app, workers: accounts.startWorkers };
 }

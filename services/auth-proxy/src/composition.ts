@@ -4,8 +4,10 @@ import {
   startPeriodicWorker,
   systemClock,
   type Clock,
+  type Closer,
   type ComposedService,
   type IdentityAdmin,
+  type PeriodicWorker,
 } from "@cgs/shared";
 import { createSmtpMailer, type Mailer } from "./adapters/smtp-mailer";
 import { createApp, type AuthProxyContext } from "./app";
@@ -56,7 +58,7 @@ export function adaptersFromConfig(config: AuthProxyConfig): AuthProxyAdapters {
 
 /**
  * The composition root: one repository and one set of adapters for the app and the reset worker (the
- * app's request handler kicks the worker so a queued reset is mailed at once).
+ * app's request handler kicks the worker, once started, so a queued reset is mailed at once).
  */
 export function composeAuthProxy(
   context: AuthProxyContext,
@@ -76,19 +78,7 @@ export function composeAuthProxy(
     ttlSeconds: settings.ttlSeconds,
     maxAttempts: settings.maxAttempts,
   });
-  let lastCleanup = 0;
-  const worker = startPeriodicWorker(
-    "reset-worker",
-    settings.workerIntervalMs,
-    async () => {
-      await processor.drain();
-      const now = adapters.clock.now();
-      if (now.getTime() - lastCleanup < TOKEN_CLEANUP_INTERVAL_MS) return;
-      lastCleanup = now.getTime();
-      await resets.forgetExpiredTokens(now);
-    },
-    logger,
-  );
+  let worker: PeriodicWorker | undefined;
   const app = createApp({
     logger,
     verifier,
@@ -97,7 +87,24 @@ export function composeAuthProxy(
     identity: adapters.identity,
     tokens: adapters.tokens,
     clock: adapters.clock,
-    onResetRequested: () => worker.kick(),
+    onResetRequested: () => worker?.kick(),
   });
-  return { app, workers: [() => worker.stop(), () => adapters.mailer.close()] };
+  const workers = (): Closer[] => {
+    let lastCleanup = 0;
+    const started = startPeriodicWorker(
+      "reset-worker",
+      settings.workerIntervalMs,
+      async () => {
+        await processor.drain();
+        const now = adapters.clock.now();
+        if (now.getTime() - lastCleanup < TOKEN_CLEANUP_INTERVAL_MS) return;
+        lastCleanup = now.getTime();
+        await resets.forgetExpiredTokens(now);
+      },
+      logger,
+    );
+    worker = started;
+    return [() => started.stop(), () => adapters.mailer.close()];
+  };
+  return { app, workers };
 }

@@ -2,9 +2,9 @@ import type { RequestListener } from "node:http";
 import type { Logger } from "pino";
 import {
   createAccountsClient,
+  createOutboxPublisher,
   metrics,
   onScrape,
-  publishInTransaction,
   startEventWorkers,
   startPeriodicWorker,
   type Closer,
@@ -149,7 +149,7 @@ export function sessionSettingsFrom(config: SessionsConfig): SessionSettings {
 
 /** Outbox writes addressed by the platform's routing table, every queue name carrying this deployment's prefix. */
 export function outboxPublisher(queueNamePrefix: string): EventPublisher {
-  return { publish: (tx, event) => publishInTransaction(tx, event, queueNamePrefix) };
+  return createOutboxPublisher(queueNamePrefix);
 }
 
 /** Everything the use cases receive: adapters, the database, settings, the event publisher and the clock. */
