@@ -1,6 +1,5 @@
-import { freePort } from "@cgs/shared/testing/ports";
+import { freePort, listenLocally } from "@cgs/shared/testing/ports";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
 import pino from "pino";
 import { createJwtVerifier, oidcSettings, startServer, type RunningServer } from "@cgs/shared";
 import { TEST_ALLOWED_AZP_ENV, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
@@ -45,17 +44,7 @@ export async function startFakeUpstream(owner: string, handler?: UpstreamHandler
       res.end(JSON.stringify({ owner, path: recorded.url }));
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    owner,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return { owner, requests, ...(await listenLocally(server)) };
 }
 
 /** A port nothing listens on (bound then released). */

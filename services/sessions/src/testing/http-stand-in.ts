@@ -1,5 +1,5 @@
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import { listenLocally } from "@cgs/shared/testing/ports";
 
 export interface StandInRequest {
   method: string;
@@ -58,16 +58,7 @@ export async function startJsonServer(
         });
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return { requests, ...(await listenLocally(server)) };
 }
 
 export function bearerOf(headers: http.IncomingHttpHeaders): string | undefined {
