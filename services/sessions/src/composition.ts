@@ -3,6 +3,8 @@ import type { Logger } from "pino";
 import {
   createAccountsClient,
   createOutboxPublisher,
+  systemClock,
+  type Clock,
   metrics,
   onScrape,
   startEventWorkers,
@@ -33,13 +35,7 @@ import { sessionEventHandlers } from "./events/session-event-handlers";
 import { sweepIdleSessions } from "./domain/idle-sweep";
 import { Reconciler } from "./domain/reconciler";
 import { LOCAL_STREAMING_CREDENTIALS_KEY, StreamingCredentialVault } from "./domain/streaming-credentials";
-import {
-  systemClock,
-  type Clock,
-  type EventPublisher,
-  type SessionSettings,
-  type SessionsDomainDeps,
-} from "./domain/session-deps";
+import { type EventPublisher, type SessionSettings, type SessionsDomainDeps } from "./domain/session-deps";
 
 /** Picks every adapter from config: simulators by default, EC2 / Sunshine / Tailscale when configured. */
 export function buildAdapters(config: SessionsConfig, db: SessionsDb): SessionsAppDeps {

@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { AccountsClient, AnyEvent } from "@cgs/shared";
+import type { AccountsClient, AnyEvent, Clock } from "@cgs/shared";
 import type { BillingClient } from "../adapters/billing-client";
 import type { CloudProvider } from "../adapters/cloud-provider";
 import type { PrivateNetwork } from "../adapters/private-network";
@@ -14,13 +14,6 @@ export interface SessionsAdapters {
   accounts: AccountsClient;
   billing: BillingClient;
 }
-
-/** The time as the domain reads it. */
-export interface Clock {
-  now(): Date;
-}
-
-export const systemClock: Clock = { now: () => new Date() };
 
 /** Writes an event to the outbox inside the caller's transaction; where it goes is decided at composition. */
 export interface EventPublisher {
