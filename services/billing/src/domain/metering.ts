@@ -1,6 +1,7 @@
 import { and, asc, eq, inArray, lte, sql } from "drizzle-orm";
-import { createEvent, publishInTransaction, type EventEnvelope } from "@cgs/shared";
+import { createEvent, metrics, publishInTransaction, type EventEnvelope } from "@cgs/shared";
 import { holdsTable, ledgerEntriesTable, meteredSessionsTable, walletsTable } from "../data/billing-tables";
+import { chargeMinutesInBulk, type MinuteCharge } from "../data/metered-session-repository";
 import {
   lockWallet,
   postLedgerEntry,
@@ -263,6 +264,55 @@ export async function endMetering(tx: BillingTransaction, deps: BillingDeps, end
   if (wallet && hold) await releaseHoldInTransaction(tx, wallet, hold);
 }
 
+/**
+ * The tick's common case, charged set-based: exactly one minute due, the session alone on its wallet in
+ * the batch, and enough spendable money for this minute and the next (so nothing is uncovered and no
+ * exhaustion is signalled). Everything else goes through chargeDue, one session at a time.
+ */
+function splitSimpleMinutes(
+  deps: BillingDeps,
+  sessions: MeteredSession[],
+  walletByAccount: Map<string, WalletRow>,
+  holdBySession: Map<string, Hold>,
+  now: Date,
+): { simple: MinuteCharge[]; other: MeteredSession[] } {
+  const perAccount = new Map<string, number>();
+  for (const s of sessions) perAccount.set(s.accountId, (perAccount.get(s.accountId) ?? 0) + 1);
+  const simple: MinuteCharge[] = [];
+  const other: MeteredSession[] = [];
+  const minuteMs = deps.settings.minuteMs;
+  for (const session of sessions) {
+    const wallet = walletByAccount.get(session.accountId);
+    const hold = holdBySession.get(session.sessionId);
+    const rate = session.ratePerMinute;
+    const due = now < session.startedAt ? 0 : minutesStarted(session, new Date(now.getTime() + 1), minuteMs);
+    const holdRemaining = hold?.remaining ?? 0;
+    const available = wallet ? wallet.balance - (wallet.held - holdRemaining) : 0;
+    if (
+      !wallet ||
+      perAccount.get(session.accountId) !== 1 ||
+      due !== session.chargedMinutes + 1 ||
+      rate <= 0 ||
+      available < 2 * rate
+    ) {
+      other.push(session);
+      continue;
+    }
+    simple.push({
+      sessionId: session.sessionId,
+      accountId: session.accountId,
+      minute: session.chargedMinutes,
+      amount: rate,
+      fromHold: Math.min(holdRemaining, rate),
+      holdId: hold?.id ?? null,
+      currency: wallet.currency,
+      balanceAfter: wallet.balance - rate,
+      nextMinuteAt: new Date(session.startedAt.getTime() + due * minuteMs),
+    });
+  }
+  return { simple, other };
+}
+
 export interface MeteringPass {
   sessions: number;
   batches: number;
@@ -276,6 +326,7 @@ export interface MeteringPass {
 export async function meterRunningSessions(deps: BillingDeps, maxBatches = 1_000): Promise<MeteringPass> {
   const now = deps.now();
   const pass: MeteringPass = { sessions: 0, batches: 0 };
+  const outByCurrency = new Map<string, number>();
   while (pass.batches < maxBatches) {
     const claimed = await deps.db.transaction(async (tx) => {
       const sessions = await tx
@@ -308,7 +359,12 @@ export async function meterRunningSessions(deps: BillingDeps, maxBatches = 1_000
         .for("update");
       const walletByAccount = new Map(wallets.map((w) => [w.accountId, w]));
       const holdBySession = new Map(holds.map((h) => [h.sessionId, h]));
-      for (const session of sessions) {
+      const { simple, other } = splitSimpleMinutes(deps, sessions, walletByAccount, holdBySession, now);
+      const charged = await chargeMinutesInBulk(tx, simple);
+      for (const c of simple)
+        if (charged.has(c.sessionId))
+          outByCurrency.set(c.currency, (outByCurrency.get(c.currency) ?? 0) + c.amount);
+      for (const session of other) {
         await chargeDue(tx, deps, session, now, {
           wallet: walletByAccount.get(session.accountId),
           hold: holdBySession.get(session.sessionId),
@@ -316,6 +372,9 @@ export async function meterRunningSessions(deps: BillingDeps, maxBatches = 1_000
       }
       return sessions.length;
     });
+    // Counted after the commit, once per currency (postLedgerEntry counts the per-session path's).
+    for (const [currency, amount] of outByCurrency) metrics.credits.labels("out", currency).inc(amount);
+    outByCurrency.clear();
     pass.batches += 1;
     pass.sessions += claimed;
     if (claimed < deps.settings.meteringBatchSize) break;
