@@ -1,6 +1,6 @@
 import { and, asc, eq, gt, lte, sql } from "drizzle-orm";
-import { meteredSessionsTable } from "./billing-tables";
-import type { BillingDatabase, BillingTransaction } from "./wallet-repository";
+import { holdsTable, meteredSessionsTable } from "./billing-tables";
+import { idList, type BillingDatabase, type BillingTransaction } from "./wallet-repository";
 
 export interface RunningSessionRef {
   sessionId: string;
@@ -87,4 +87,28 @@ export async function chargeMinutesInBulk(
     update metered_sessions m set charged_minutes = c.minute + 1, next_minute_at = c.next_minute_at
       from ${recordset(charges)} where m.session_id = c.session_id`);
   return charged;
+}
+
+/**
+ * Claims up to `limit` running sessions whose next minute has started, in account order, skipping those
+ * another replica holds: replicas split the work and never charge one session at once.
+ */
+export async function claimDueSessions(tx: BillingTransaction, now: Date, limit: number) {
+  return tx
+    .select()
+    .from(meteredSessionsTable)
+    .where(and(eq(meteredSessionsTable.status, "running"), lte(meteredSessionsTable.nextMinuteAt, now)))
+    .orderBy(asc(meteredSessionsTable.accountId), asc(meteredSessionsTable.sessionId))
+    .limit(limit)
+    .for("update", { skipLocked: true });
+}
+
+/** Locks the active holds of these sessions. */
+export async function lockActiveHoldsOf(tx: BillingTransaction, sessionIds: string[]) {
+  if (sessionIds.length === 0) return [];
+  return tx
+    .select()
+    .from(holdsTable)
+    .where(and(sql`${holdsTable.sessionId} in ${idList(sessionIds)}`, eq(holdsTable.status, "active")))
+    .for("update");
 }

@@ -1,4 +1,4 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, asc, eq, sql } from "drizzle-orm";
 import { metrics, type Database, type SqlExecutor, type Transaction } from "@cgs/shared";
 import { ledgerEntriesTable, walletsTable, type LedgerKind } from "./billing-tables";
 import type * as schema from "./schema";
@@ -33,6 +33,21 @@ export async function lockWallet(tx: BillingTransaction, accountId: string): Pro
     .where(eq(walletsTable.accountId, accountId))
     .for("update");
   return rows[0];
+}
+
+/** A JSON array as one bind parameter: a batch of thousands of ids stays one parameter, not thousands. */
+export const idList = (ids: string[]) =>
+  sql`(select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))`;
+
+/** Locks many wallets in account order (the one lock order everywhere, so replicas never deadlock). */
+export async function lockWalletsInOrder(tx: BillingTransaction, accountIds: string[]): Promise<WalletRow[]> {
+  if (accountIds.length === 0) return [];
+  return tx
+    .select()
+    .from(walletsTable)
+    .where(sql`${walletsTable.accountId} in ${idList([...new Set(accountIds)])}`)
+    .orderBy(asc(walletsTable.accountId))
+    .for("update");
 }
 
 export interface LedgerPosting {

@@ -1,9 +1,15 @@
-import { and, asc, eq, inArray, lte, sql } from "drizzle-orm";
+import { and, eq, inArray, lte, sql } from "drizzle-orm";
 import { createEvent, metrics, publishInTransaction, type EventEnvelope } from "@cgs/shared";
-import { holdsTable, ledgerEntriesTable, meteredSessionsTable, walletsTable } from "../data/billing-tables";
-import { chargeMinutesInBulk, type MinuteCharge } from "../data/metered-session-repository";
+import { holdsTable, ledgerEntriesTable, meteredSessionsTable } from "../data/billing-tables";
+import {
+  chargeMinutesInBulk,
+  claimDueSessions,
+  lockActiveHoldsOf,
+  type MinuteCharge,
+} from "../data/metered-session-repository";
 import {
   lockWallet,
+  lockWalletsInOrder,
   postLedgerEntry,
   type BillingTransaction,
   type WalletRow,
@@ -329,34 +335,16 @@ export async function meterRunningSessions(deps: BillingDeps, maxBatches = 1_000
   const outByCurrency = new Map<string, number>();
   while (pass.batches < maxBatches) {
     const claimed = await deps.db.transaction(async (tx) => {
-      const sessions = await tx
-        .select()
-        .from(meteredSessionsTable)
-        .where(and(eq(meteredSessionsTable.status, "running"), lte(meteredSessionsTable.nextMinuteAt, now)))
-        .orderBy(asc(meteredSessionsTable.accountId), asc(meteredSessionsTable.sessionId))
-        .limit(deps.settings.meteringBatchSize)
-        .for("update", { skipLocked: true });
+      const sessions = await claimDueSessions(tx, now, deps.settings.meteringBatchSize);
       if (sessions.length === 0) return 0;
-      // Lock the batch's wallets and holds in two statements (wallets in account order, as everywhere).
-      const wallets = await tx
-        .select()
-        .from(walletsTable)
-        .where(inArray(walletsTable.accountId, [...new Set(sessions.map((x) => x.accountId))]))
-        .orderBy(asc(walletsTable.accountId))
-        .for("update");
-      const holds = await tx
-        .select()
-        .from(holdsTable)
-        .where(
-          and(
-            inArray(
-              holdsTable.sessionId,
-              sessions.map((x) => x.sessionId),
-            ),
-            eq(holdsTable.status, "active"),
-          ),
-        )
-        .for("update");
+      const wallets = await lockWalletsInOrder(
+        tx,
+        sessions.map((x) => x.accountId),
+      );
+      const holds = await lockActiveHoldsOf(
+        tx,
+        sessions.map((x) => x.sessionId),
+      );
       const walletByAccount = new Map(wallets.map((w) => [w.accountId, w]));
       const holdBySession = new Map(holds.map((h) => [h.sessionId, h]));
       const { simple, other } = splitSimpleMinutes(deps, sessions, walletByAccount, holdBySession, now);
