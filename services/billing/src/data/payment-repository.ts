@@ -21,6 +21,15 @@ export async function recordStripeEvent(
   return seen.length > 0;
 }
 
+/** True when the event id was already recorded: a redelivery answered with one read and no transaction. */
+export async function stripeEventSeen(executor: SqlExecutor, eventId: string): Promise<boolean> {
+  const rows = await executor
+    .select({ eventId: stripeEventsTable.eventId })
+    .from(stripeEventsTable)
+    .where(eq(stripeEventsTable.eventId, eventId));
+  return rows.length > 0;
+}
+
 export async function setStripeEventOutcome(tx: BillingTransaction, eventId: string, outcome: string) {
   await tx.update(stripeEventsTable).set({ outcome }).where(eq(stripeEventsTable.eventId, eventId));
 }
