@@ -2,6 +2,9 @@ import { and, asc, eq, gt, lte, sql } from "drizzle-orm";
 import { holdsTable, meteredSessionsTable } from "./billing-tables";
 import { idList, type BillingDatabase, type BillingTransaction } from "./wallet-repository";
 
+export type MeteredSession = typeof meteredSessionsTable.$inferSelect;
+export type Hold = typeof holdsTable.$inferSelect;
+
 export interface RunningSessionRef {
   sessionId: string;
   accountId: string;
@@ -111,4 +114,75 @@ export async function lockActiveHoldsOf(tx: BillingTransaction, sessionIds: stri
     .from(holdsTable)
     .where(and(sql`${holdsTable.sessionId} in ${idList(sessionIds)}`, eq(holdsTable.status, "active")))
     .for("update");
+}
+
+export async function lockMeteredSession(
+  tx: BillingTransaction,
+  sessionId: string,
+): Promise<MeteredSession | undefined> {
+  const rows = await tx
+    .select()
+    .from(meteredSessionsTable)
+    .where(eq(meteredSessionsTable.sessionId, sessionId))
+    .for("update");
+  return rows[0];
+}
+
+/** Records a session for metering; false when it was already recorded. */
+export async function insertMeteredSession(
+  tx: BillingTransaction,
+  session: typeof meteredSessionsTable.$inferInsert,
+): Promise<boolean> {
+  const inserted = await tx
+    .insert(meteredSessionsTable)
+    .values(session)
+    .onConflictDoNothing()
+    .returning({ sessionId: meteredSessionsTable.sessionId });
+  return inserted.length > 0;
+}
+
+export async function saveMeteredSession(
+  tx: BillingTransaction,
+  session: MeteredSession,
+  nextMinuteAt: Date,
+): Promise<void> {
+  await tx
+    .update(meteredSessionsTable)
+    .set({
+      chargedMinutes: session.chargedMinutes,
+      nextMinuteAt,
+      uncovered: session.uncovered,
+      exhaustedAt: session.exhaustedAt,
+      status: session.status,
+      stoppedAt: session.stoppedAt,
+    })
+    .where(eq(meteredSessionsTable.sessionId, session.sessionId));
+}
+
+export async function lockActiveHold(tx: BillingTransaction, sessionId: string): Promise<Hold | undefined> {
+  const rows = await tx
+    .select()
+    .from(holdsTable)
+    .where(and(eq(holdsTable.sessionId, sessionId), eq(holdsTable.status, "active")))
+    .for("update");
+  return rows[0];
+}
+
+export async function saveHoldRemaining(tx: BillingTransaction, hold: Hold): Promise<void> {
+  await tx.update(holdsTable).set({ remaining: hold.remaining }).where(eq(holdsTable.id, hold.id));
+}
+
+/** Active holds created before `cutoff` whose session is not being metered (a start that never reported). */
+export async function listExpiredHolds(db: BillingDatabase, cutoff: Date, limit: number) {
+  return db
+    .select({ id: holdsTable.id, accountId: holdsTable.accountId, sessionId: holdsTable.sessionId })
+    .from(holdsTable)
+    .where(
+      and(
+        eq(holdsTable.status, "active"),
+        lte(holdsTable.createdAt, cutoff),
+        sql`not exists (select 1 from metered_sessions m where m.session_id = ${holdsTable.sessionId} and m.status = 'running')`,
+      ),
+    )
+    .limit(limit);
 }

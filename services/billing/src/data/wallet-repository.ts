@@ -136,6 +136,18 @@ export async function ledgerEntryExists(executor: SqlExecutor, reference: string
   return rows.length > 0;
 }
 
+/** The amounts of these ledger references (those that exist). */
+export async function findLedgerAmounts(
+  executor: SqlExecutor,
+  references: string[],
+): Promise<{ reference: string; amount: number }[]> {
+  if (references.length === 0) return [];
+  return executor
+    .select({ reference: ledgerEntriesTable.reference, amount: ledgerEntriesTable.amount })
+    .from(ledgerEntriesTable)
+    .where(sql`${ledgerEntriesTable.reference} in ${idList(references)}`);
+}
+
 export interface LedgerMismatch {
   accountId: string;
   balance: number;

@@ -1,13 +1,20 @@
-import { and, eq, inArray, lte, sql } from "drizzle-orm";
 import { createEvent, metrics, publishInTransaction, type EventEnvelope } from "@cgs/shared";
-import { holdsTable, ledgerEntriesTable, meteredSessionsTable } from "../data/billing-tables";
 import {
   chargeMinutesInBulk,
   claimDueSessions,
+  insertMeteredSession,
+  listExpiredHolds,
+  lockActiveHold,
   lockActiveHoldsOf,
+  lockMeteredSession,
+  saveHoldRemaining,
+  saveMeteredSession,
+  type Hold,
+  type MeteredSession,
   type MinuteCharge,
 } from "../data/metered-session-repository";
 import {
+  findLedgerAmounts,
   lockWallet,
   lockWalletsInOrder,
   postLedgerEntry,
@@ -18,29 +25,8 @@ import type { BillingDeps } from "./billing-deps";
 import { releaseHoldInTransaction } from "./start-authorization";
 import { ensureWalletCreated } from "./wallets";
 
-type MeteredSession = typeof meteredSessionsTable.$inferSelect;
-type Hold = typeof holdsTable.$inferSelect;
-
 export const usageReference = (sessionId: string, minute: number) => `usage:${sessionId}:${minute}`;
 const refundReference = (sessionId: string, minute: number) => `usage-refund:${sessionId}:${minute}`;
-
-async function lockSession(tx: BillingTransaction, sessionId: string): Promise<MeteredSession | undefined> {
-  const rows = await tx
-    .select()
-    .from(meteredSessionsTable)
-    .where(eq(meteredSessionsTable.sessionId, sessionId))
-    .for("update");
-  return rows[0];
-}
-
-async function lockActiveHold(tx: BillingTransaction, sessionId: string): Promise<Hold | undefined> {
-  const rows = await tx
-    .select()
-    .from(holdsTable)
-    .where(and(eq(holdsTable.sessionId, sessionId), eq(holdsTable.status, "active")))
-    .for("update");
-  return rows[0];
-}
 
 /**
  * Minutes started in [startedAt, end): every started minute is charged, so a partial one counts (the
@@ -86,9 +72,7 @@ async function chargeMinutes(ctx: ChargeContext, upTo: number): Promise<void> {
     session.uncovered += rate - amount;
     session.chargedMinutes += 1;
   }
-  if (hold) {
-    await tx.update(holdsTable).set({ remaining: hold.remaining }).where(eq(holdsTable.id, hold.id));
-  }
+  if (hold) await saveHoldRemaining(tx, hold);
 }
 
 /** Publishes credits.exhausted once per session when the wallet cannot pay for the session's next minute. */
@@ -112,17 +96,10 @@ async function saveSession(
   deps: BillingDeps,
   session: MeteredSession,
 ): Promise<void> {
-  await tx
-    .update(meteredSessionsTable)
-    .set({
-      chargedMinutes: session.chargedMinutes,
-      nextMinuteAt: new Date(session.startedAt.getTime() + session.chargedMinutes * deps.settings.minuteMs),
-      uncovered: session.uncovered,
-      exhaustedAt: session.exhaustedAt,
-      status: session.status,
-      stoppedAt: session.stoppedAt,
-    })
-    .where(eq(meteredSessionsTable.sessionId, session.sessionId));
+  const nextMinuteAt = new Date(
+    session.startedAt.getTime() + session.chargedMinutes * deps.settings.minuteMs,
+  );
+  await saveMeteredSession(tx, session, nextMinuteAt);
 }
 
 /** Locks wallet and hold (in that order, after the session row) and charges every minute due by `now`. */
@@ -165,20 +142,15 @@ async function recordMeteredSession(
   ended = false,
 ): Promise<boolean> {
   await ensureWalletCreated(tx, deps, start.accountId);
-  const inserted = await tx
-    .insert(meteredSessionsTable)
-    .values({
-      sessionId: start.sessionId,
-      accountId: start.accountId,
-      ratePerMinute: start.ratePerMinute,
-      currency: start.currency,
-      startedAt: start.startedAt,
-      nextMinuteAt: start.startedAt,
-      ...(ended ? { status: "stopped" as const, stoppedAt: start.startedAt } : {}),
-    })
-    .onConflictDoNothing()
-    .returning({ sessionId: meteredSessionsTable.sessionId });
-  return inserted.length > 0;
+  return insertMeteredSession(tx, {
+    sessionId: start.sessionId,
+    accountId: start.accountId,
+    ratePerMinute: start.ratePerMinute,
+    currency: start.currency,
+    startedAt: start.startedAt,
+    nextMinuteAt: start.startedAt,
+    ...(ended ? { status: "stopped" as const, stoppedAt: start.startedAt } : {}),
+  });
 }
 
 /** session.started: metering begins, and the first minute is charged at once. */
@@ -188,7 +160,7 @@ export async function startMetering(
   start: SessionStart,
 ): Promise<void> {
   if (!(await recordMeteredSession(tx, deps, start))) return;
-  const session = await lockSession(tx, start.sessionId);
+  const session = await lockMeteredSession(tx, start.sessionId);
   if (session) await chargeDue(tx, deps, session, deps.now());
 }
 
@@ -204,7 +176,7 @@ export async function stopMetering(
 ): Promise<void> {
   // A stop can arrive before its start (SQS does not order): record the session either way.
   await recordMeteredSession(tx, deps, start);
-  const session = await lockSession(tx, start.sessionId);
+  const session = await lockMeteredSession(tx, start.sessionId);
   if (!session || session.status === "stopped") return;
   const wallet = await lockWallet(tx, session.accountId);
   if (!wallet) return;
@@ -223,10 +195,7 @@ async function refundMinutes(ctx: ChargeContext, keep: number): Promise<void> {
   const { tx, session, wallet } = ctx;
   const refs = [];
   for (let m = keep; m < session.chargedMinutes; m++) refs.push(usageReference(session.sessionId, m));
-  const charged = await tx
-    .select({ reference: ledgerEntriesTable.reference, amount: ledgerEntriesTable.amount })
-    .from(ledgerEntriesTable)
-    .where(inArray(ledgerEntriesTable.reference, refs));
+  const charged = await findLedgerAmounts(tx, refs);
   for (const entry of charged) {
     const minute = Number(entry.reference.split(":").pop());
     await postLedgerEntry(tx, wallet, {
@@ -258,7 +227,7 @@ export async function endMetering(tx: BillingTransaction, deps: BillingDeps, end
   const rate = end.ratePerMinute ?? deps.settings.ratePerMinute;
   const currency = end.currency ?? deps.settings.currency;
   const start = { accountId: end.accountId, sessionId: end.sessionId, ratePerMinute: rate, currency };
-  const existing = await lockSession(tx, end.sessionId);
+  const existing = await lockMeteredSession(tx, end.sessionId);
   if (end.startedAt || existing) {
     const startedAt = end.startedAt ?? existing!.startedAt;
     await stopMetering(tx, deps, { ...start, startedAt }, end.endedAt < startedAt ? startedAt : end.endedAt);
@@ -373,17 +342,7 @@ export async function meterRunningSessions(deps: BillingDeps, maxBatches = 1_000
 /** Holds whose session never reported started or failed (a crashed start) go back to the wallet. */
 export async function releaseExpiredHolds(deps: BillingDeps): Promise<number> {
   const cutoff = new Date(deps.now().getTime() - deps.settings.holdTtlMs);
-  const stale = await deps.db
-    .select({ id: holdsTable.id, accountId: holdsTable.accountId, sessionId: holdsTable.sessionId })
-    .from(holdsTable)
-    .where(
-      and(
-        eq(holdsTable.status, "active"),
-        lte(holdsTable.createdAt, cutoff),
-        sql`not exists (select 1 from metered_sessions m where m.session_id = ${holdsTable.sessionId} and m.status = 'running')`,
-      ),
-    )
-    .limit(500);
+  const stale = await listExpiredHolds(deps.db, cutoff, 500);
   let released = 0;
   for (const row of stale) {
     released += await deps.db.transaction(async (tx) => {
