@@ -1,9 +1,8 @@
 import { and, asc, eq, gt, lte, sql } from "drizzle-orm";
-import { holdsTable, meteredSessionsTable } from "./billing-tables";
-import { idList, type BillingDatabase, type BillingTransaction } from "./wallet-repository";
+import { meteredSessionsTable } from "./billing-tables";
+import type { BillingDatabase, BillingTransaction } from "./wallet-repository";
 
 export type MeteredSession = typeof meteredSessionsTable.$inferSelect;
-export type Hold = typeof holdsTable.$inferSelect;
 
 export interface RunningSessionRef {
   sessionId: string;
@@ -106,16 +105,6 @@ export async function claimDueSessions(tx: BillingTransaction, now: Date, limit:
     .for("update", { skipLocked: true });
 }
 
-/** Locks the active holds of these sessions. */
-export async function lockActiveHoldsOf(tx: BillingTransaction, sessionIds: string[]) {
-  if (sessionIds.length === 0) return [];
-  return tx
-    .select()
-    .from(holdsTable)
-    .where(and(sql`${holdsTable.sessionId} in ${idList(sessionIds)}`, eq(holdsTable.status, "active")))
-    .for("update");
-}
-
 export async function lockMeteredSession(
   tx: BillingTransaction,
   sessionId: string,
@@ -157,32 +146,4 @@ export async function saveMeteredSession(
       stoppedAt: session.stoppedAt,
     })
     .where(eq(meteredSessionsTable.sessionId, session.sessionId));
-}
-
-export async function lockActiveHold(tx: BillingTransaction, sessionId: string): Promise<Hold | undefined> {
-  const rows = await tx
-    .select()
-    .from(holdsTable)
-    .where(and(eq(holdsTable.sessionId, sessionId), eq(holdsTable.status, "active")))
-    .for("update");
-  return rows[0];
-}
-
-export async function saveHoldRemaining(tx: BillingTransaction, hold: Hold): Promise<void> {
-  await tx.update(holdsTable).set({ remaining: hold.remaining }).where(eq(holdsTable.id, hold.id));
-}
-
-/** Active holds created before `cutoff` whose session is not being metered (a start that never reported). */
-export async function listExpiredHolds(db: BillingDatabase, cutoff: Date, limit: number) {
-  return db
-    .select({ id: holdsTable.id, accountId: holdsTable.accountId, sessionId: holdsTable.sessionId })
-    .from(holdsTable)
-    .where(
-      and(
-        eq(holdsTable.status, "active"),
-        lte(holdsTable.createdAt, cutoff),
-        sql`not exists (select 1 from metered_sessions m where m.session_id = ${holdsTable.sessionId} and m.status = 'running')`,
-      ),
-    )
-    .limit(limit);
 }

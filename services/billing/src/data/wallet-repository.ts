@@ -50,6 +50,14 @@ export async function lockWalletsInOrder(tx: BillingTransaction, accountIds: str
     .for("update");
 }
 
+/** Closes the wallet (account purge): no top-ups, starts or storage charges afterwards. */
+export async function markWalletClosed(tx: BillingTransaction, accountId: string, at: Date): Promise<void> {
+  await tx
+    .update(walletsTable)
+    .set({ status: "closed", closedAt: at })
+    .where(eq(walletsTable.accountId, accountId));
+}
+
 export interface LedgerPosting {
   kind: LedgerKind;
   /** Unique across the ledger: the same reference is never applied twice. */

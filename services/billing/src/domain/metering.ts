@@ -1,15 +1,17 @@
 import { createEvent, metrics, publishInTransaction, type EventEnvelope } from "@cgs/shared";
 import {
-  chargeMinutesInBulk,
-  claimDueSessions,
-  insertMeteredSession,
   listExpiredHolds,
   lockActiveHold,
   lockActiveHoldsOf,
-  lockMeteredSession,
   saveHoldRemaining,
-  saveMeteredSession,
   type Hold,
+} from "../data/hold-repository";
+import {
+  chargeMinutesInBulk,
+  claimDueSessions,
+  insertMeteredSession,
+  lockMeteredSession,
+  saveMeteredSession,
   type MeteredSession,
   type MinuteCharge,
 } from "../data/metered-session-repository";
