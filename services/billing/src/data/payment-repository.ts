@@ -40,6 +40,57 @@ export async function insertTopup(executor: SqlExecutor, topup: NewTopup): Promi
   await executor.insert(topupsTable).values(topup);
 }
 
+/** Inserts a top-up; undefined when one with the same (account, Idempotency-Key) exists. */
+export async function insertTopupOnce(
+  tx: BillingTransaction,
+  topup: NewTopup,
+): Promise<TopupRow | undefined> {
+  const rows = await tx.insert(topupsTable).values(topup).onConflictDoNothing().returning();
+  return rows[0];
+}
+
+export async function findTopupByClientKey(
+  executor: SqlExecutor,
+  accountId: string,
+  clientKey: string,
+): Promise<TopupRow | undefined> {
+  const rows = await executor
+    .select()
+    .from(topupsTable)
+    .where(and(eq(topupsTable.accountId, accountId), eq(topupsTable.clientKey, clientKey)));
+  return rows[0];
+}
+
+export async function findTopup(executor: SqlExecutor, id: string): Promise<TopupRow | undefined> {
+  const rows = await executor.select().from(topupsTable).where(eq(topupsTable.id, id));
+  return rows[0];
+}
+
+export async function findLatestTopupOfCheckout(
+  executor: SqlExecutor,
+  checkoutSessionId: string,
+): Promise<TopupRow | undefined> {
+  const rows = await executor
+    .select()
+    .from(topupsTable)
+    .where(eq(topupsTable.checkoutSessionId, checkoutSessionId));
+  return rows[rows.length - 1];
+}
+
+/** Stores the provider's checkout on a top-up still being created; false when another request stored one first. */
+export async function storeCheckout(
+  executor: SqlExecutor,
+  topupId: string,
+  checkout: { id: string; url: string },
+): Promise<boolean> {
+  const rows = await executor
+    .update(topupsTable)
+    .set({ checkoutSessionId: checkout.id, checkoutUrl: checkout.url, status: "open" })
+    .where(and(eq(topupsTable.id, topupId), eq(topupsTable.status, "creating")))
+    .returning({ id: topupsTable.id });
+  return rows.length > 0;
+}
+
 /** The top-up a checkout session pays for, by the top-up id Stripe carries back or by the session id. */
 export async function lockTopupForCheckout(
   tx: BillingTransaction,
