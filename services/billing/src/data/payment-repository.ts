@@ -144,13 +144,6 @@ export async function recordPaymentReview(tx: BillingTransaction, review: Paymen
   await tx.insert(paymentReviewsTable).values({ id: randomUUID(), ...review });
 }
 
-export async function listPaymentReviews(executor: SqlExecutor, stripeEventId: string) {
-  return executor
-    .select()
-    .from(paymentReviewsTable)
-    .where(eq(paymentReviewsTable.stripeEventId, stripeEventId));
-}
-
 export async function lockDispute(
   tx: BillingTransaction,
   disputeId: string,

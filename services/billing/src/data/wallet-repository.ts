@@ -9,22 +9,6 @@ export type BillingTransaction = Transaction<BillingSchema>;
 
 export type WalletRow = typeof walletsTable.$inferSelect;
 
-export interface NewWallet {
-  accountId: string;
-  currency: string;
-  storageTier: string;
-}
-
-/** Creates the account's wallet on first contact; a no-op when it exists. */
-export async function ensureWallet(executor: SqlExecutor, wallet: NewWallet): Promise<void> {
-  await executor.insert(walletsTable).values(wallet).onConflictDoNothing();
-}
-
-export async function findWallet(executor: SqlExecutor, accountId: string): Promise<WalletRow | undefined> {
-  const rows = await executor.select().from(walletsTable).where(eq(walletsTable.accountId, accountId));
-  return rows[0];
-}
-
 /** Locks the wallet row for the rest of the transaction: every balance change goes through this. */
 export async function lockWallet(tx: BillingTransaction, accountId: string): Promise<WalletRow | undefined> {
   const rows = await tx
@@ -134,14 +118,6 @@ export async function adjustHeld(tx: BillingTransaction, wallet: WalletRow, delt
     .set({ held: sql`${walletsTable.held} + ${delta}` })
     .where(and(eq(walletsTable.accountId, wallet.accountId)));
   wallet.held += delta;
-}
-
-export async function ledgerEntryExists(executor: SqlExecutor, reference: string): Promise<boolean> {
-  const rows = await executor
-    .select({ id: ledgerEntriesTable.id })
-    .from(ledgerEntriesTable)
-    .where(eq(ledgerEntriesTable.reference, reference));
-  return rows.length > 0;
 }
 
 /** The amounts of these ledger references (those that exist). */
