@@ -9,6 +9,19 @@ export type BillingTransaction = Transaction<BillingSchema>;
 
 export type WalletRow = typeof walletsTable.$inferSelect;
 
+/** Creates the account's wallet on first contact; false when it exists (and then nothing changes). */
+export async function createWalletIfMissing(
+  tx: BillingTransaction,
+  wallet: { accountId: string; currency: string; storageTier: string },
+): Promise<boolean> {
+  const created = await tx
+    .insert(walletsTable)
+    .values(wallet)
+    .onConflictDoNothing()
+    .returning({ accountId: walletsTable.accountId });
+  return created.length > 0;
+}
+
 /** Locks the wallet row for the rest of the transaction: every balance change goes through this. */
 export async function lockWallet(tx: BillingTransaction, accountId: string): Promise<WalletRow | undefined> {
   const rows = await tx
