@@ -21,6 +21,15 @@ export async function recordStripeEvent(
   return seen.length > 0;
 }
 
+/** True when the event id was already recorded: a redelivery answered with one read and no transaction. */
+export async function stripeEventSeen(executor: SqlExecutor, eventId: string): Promise<boolean> {
+  const rows = await executor
+    .select({ eventId: stripeEventsTable.eventId })
+    .from(stripeEventsTable)
+    .where(eq(stripeEventsTable.eventId, eventId));
+  return rows.length > 0;
+}
+
 export async function setStripeEventOutcome(tx: BillingTransaction, eventId: string, outcome: string) {
   await tx.update(stripeEventsTable).set({ outcome }).where(eq(stripeEventsTable.eventId, eventId));
 }
@@ -29,6 +38,57 @@ export type NewTopup = typeof topupsTable.$inferInsert;
 
 export async function insertTopup(executor: SqlExecutor, topup: NewTopup): Promise<void> {
   await executor.insert(topupsTable).values(topup);
+}
+
+/** Inserts a top-up; undefined when one with the same (account, Idempotency-Key) exists. */
+export async function insertTopupOnce(
+  tx: BillingTransaction,
+  topup: NewTopup,
+): Promise<TopupRow | undefined> {
+  const rows = await tx.insert(topupsTable).values(topup).onConflictDoNothing().returning();
+  return rows[0];
+}
+
+export async function findTopupByClientKey(
+  executor: SqlExecutor,
+  accountId: string,
+  clientKey: string,
+): Promise<TopupRow | undefined> {
+  const rows = await executor
+    .select()
+    .from(topupsTable)
+    .where(and(eq(topupsTable.accountId, accountId), eq(topupsTable.clientKey, clientKey)));
+  return rows[0];
+}
+
+export async function findTopup(executor: SqlExecutor, id: string): Promise<TopupRow | undefined> {
+  const rows = await executor.select().from(topupsTable).where(eq(topupsTable.id, id));
+  return rows[0];
+}
+
+export async function findLatestTopupOfCheckout(
+  executor: SqlExecutor,
+  checkoutSessionId: string,
+): Promise<TopupRow | undefined> {
+  const rows = await executor
+    .select()
+    .from(topupsTable)
+    .where(eq(topupsTable.checkoutSessionId, checkoutSessionId));
+  return rows[rows.length - 1];
+}
+
+/** Stores the provider's checkout on a top-up still being created; false when another request stored one first. */
+export async function storeCheckout(
+  executor: SqlExecutor,
+  topupId: string,
+  checkout: { id: string; url: string },
+): Promise<boolean> {
+  const rows = await executor
+    .update(topupsTable)
+    .set({ checkoutSessionId: checkout.id, checkoutUrl: checkout.url, status: "open" })
+    .where(and(eq(topupsTable.id, topupId), eq(topupsTable.status, "creating")))
+    .returning({ id: topupsTable.id });
+  return rows.length > 0;
 }
 
 /** The top-up a checkout session pays for, by the top-up id Stripe carries back or by the session id. */
@@ -82,13 +142,6 @@ export interface PaymentReview {
 
 export async function recordPaymentReview(tx: BillingTransaction, review: PaymentReview): Promise<void> {
   await tx.insert(paymentReviewsTable).values({ id: randomUUID(), ...review });
-}
-
-export async function listPaymentReviews(executor: SqlExecutor, stripeEventId: string) {
-  return executor
-    .select()
-    .from(paymentReviewsTable)
-    .where(eq(paymentReviewsTable.stripeEventId, stripeEventId));
 }
 
 export async function lockDispute(

@@ -1,4 +1,4 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, asc, eq, sql } from "drizzle-orm";
 import { metrics, type Database, type SqlExecutor, type Transaction } from "@cgs/shared";
 import { ledgerEntriesTable, walletsTable, type LedgerKind } from "./billing-tables";
 import type * as schema from "./schema";
@@ -9,20 +9,17 @@ export type BillingTransaction = Transaction<BillingSchema>;
 
 export type WalletRow = typeof walletsTable.$inferSelect;
 
-export interface NewWallet {
-  accountId: string;
-  currency: string;
-  storageTier: string;
-}
-
-/** Creates the account's wallet on first contact; a no-op when it exists. */
-export async function ensureWallet(executor: SqlExecutor, wallet: NewWallet): Promise<void> {
-  await executor.insert(walletsTable).values(wallet).onConflictDoNothing();
-}
-
-export async function findWallet(executor: SqlExecutor, accountId: string): Promise<WalletRow | undefined> {
-  const rows = await executor.select().from(walletsTable).where(eq(walletsTable.accountId, accountId));
-  return rows[0];
+/** Creates the account's wallet on first contact; false when it exists (and then nothing changes). */
+export async function createWalletIfMissing(
+  tx: BillingTransaction,
+  wallet: { accountId: string; currency: string; storageTier: string },
+): Promise<boolean> {
+  const created = await tx
+    .insert(walletsTable)
+    .values(wallet)
+    .onConflictDoNothing()
+    .returning({ accountId: walletsTable.accountId });
+  return created.length > 0;
 }
 
 /** Locks the wallet row for the rest of the transaction: every balance change goes through this. */
@@ -33,6 +30,29 @@ export async function lockWallet(tx: BillingTransaction, accountId: string): Pro
     .where(eq(walletsTable.accountId, accountId))
     .for("update");
   return rows[0];
+}
+
+/** A JSON array as one bind parameter: a batch of thousands of ids stays one parameter, not thousands. */
+export const idList = (ids: string[]) =>
+  sql`(select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))`;
+
+/** Locks many wallets in account order (the one lock order everywhere, so replicas never deadlock). */
+export async function lockWalletsInOrder(tx: BillingTransaction, accountIds: string[]): Promise<WalletRow[]> {
+  if (accountIds.length === 0) return [];
+  return tx
+    .select()
+    .from(walletsTable)
+    .where(sql`${walletsTable.accountId} in ${idList([...new Set(accountIds)])}`)
+    .orderBy(asc(walletsTable.accountId))
+    .for("update");
+}
+
+/** Closes the wallet (account purge): no top-ups, starts or storage charges afterwards. */
+export async function markWalletClosed(tx: BillingTransaction, accountId: string, at: Date): Promise<void> {
+  await tx
+    .update(walletsTable)
+    .set({ status: "closed", closedAt: at })
+    .where(eq(walletsTable.accountId, accountId));
 }
 
 export interface LedgerPosting {
@@ -113,12 +133,16 @@ export async function adjustHeld(tx: BillingTransaction, wallet: WalletRow, delt
   wallet.held += delta;
 }
 
-export async function ledgerEntryExists(executor: SqlExecutor, reference: string): Promise<boolean> {
-  const rows = await executor
-    .select({ id: ledgerEntriesTable.id })
+/** The amounts of these ledger references (those that exist). */
+export async function findLedgerAmounts(
+  executor: SqlExecutor,
+  references: string[],
+): Promise<{ reference: string; amount: number }[]> {
+  if (references.length === 0) return [];
+  return executor
+    .select({ reference: ledgerEntriesTable.reference, amount: ledgerEntriesTable.amount })
     .from(ledgerEntriesTable)
-    .where(eq(ledgerEntriesTable.reference, reference));
-  return rows.length > 0;
+    .where(sql`${ledgerEntriesTable.reference} in ${idList(references)}`);
 }
 
 export interface LedgerMismatch {

@@ -1,6 +1,5 @@
-import { and, eq } from "drizzle-orm";
-import { holdsTable, walletsTable } from "../data/billing-tables";
-import { lockWallet, type BillingTransaction } from "../data/wallet-repository";
+import { lockActiveHoldsOfAccount } from "../data/hold-repository";
+import { lockWallet, markWalletClosed, type BillingTransaction } from "../data/wallet-repository";
 import type { BillingDeps } from "./billing-deps";
 import { releaseHoldInTransaction } from "./start-authorization";
 
@@ -16,15 +15,8 @@ export async function closeWallet(
 ): Promise<void> {
   const wallet = await lockWallet(tx, accountId);
   if (!wallet || wallet.status === "closed") return;
-  const holds = await tx
-    .select()
-    .from(holdsTable)
-    .where(and(eq(holdsTable.accountId, accountId), eq(holdsTable.status, "active")))
-    .for("update");
+  const holds = await lockActiveHoldsOfAccount(tx, accountId);
   for (const hold of holds) await releaseHoldInTransaction(tx, wallet, hold);
-  await tx
-    .update(walletsTable)
-    .set({ status: "closed", closedAt: deps.now() })
-    .where(eq(walletsTable.accountId, accountId));
+  await markWalletClosed(tx, accountId, deps.now());
   deps.logger.info({ accountId, balance: wallet.balance }, "wallet closed on account purge");
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { and, eq, like } from "drizzle-orm";
+import { and, eq, like, sql } from "drizzle-orm";
 import pino from "pino";
-import { createEvent, outboxTable, type AnyEvent } from "@cgs/shared";
+import { createEvent, openDatabase, outboxTable, type AnyEvent } from "@cgs/shared";
 import {
   holdsTable,
   ledgerEntriesTable,
@@ -10,7 +10,9 @@ import {
   walletsTable,
 } from "../data/billing-tables";
 import { findLedgerMismatches } from "../data/wallet-repository";
+import * as schema from "../data/schema";
 import {
+  billingMigrationsFolder,
   billingTestConfig,
   openBillingTestDatabase,
   testClock,
@@ -188,6 +190,74 @@ describe("metering, holds, storage and purge (real PostgreSQL, controlled clock)
       await consume(stopped(accountId, sessionId, t0, clock.now()));
     }
     expect(await findLedgerMismatches(fixture.database.db)).toEqual([]);
+  });
+
+  it("when two replicas tick the same minute at once, then each of 300 sessions is charged each minute once, from its hold first, and the ledger reconciles", async () => {
+    // Two replicas: two processes' own connection pools on the same database, batches small enough to interleave.
+    const other = await openDatabase({
+      url: fixture.created.url,
+      schema,
+      migrationsFolder: billingMigrationsFolder,
+      pool: { max: 4 },
+    });
+    try {
+      const replicaSettings = { ...deps.settings, meteringBatchSize: 64 };
+      const replicas = [
+        { ...deps, settings: replicaSettings },
+        { ...deps, db: other.db, settings: replicaSettings },
+      ];
+      const t0 = clock.now();
+      const tag = randomUUID().slice(0, 8);
+      const db = fixture.database.db;
+      await db.execute(sql`
+        insert into wallets (account_id, currency, balance, held, storage_tier)
+        select 'acct-${sql.raw(tag)}-' || g, 'USD', 1000, case when g % 2 = 0 then 150 else 0 end, 'none'
+          from generate_series(1, 300) g`);
+      await db.execute(sql`
+        insert into ledger_entries (account_id, kind, reference, amount, currency, balance_after)
+        select 'acct-${sql.raw(tag)}-' || g, 'topup', 'topup:${sql.raw(tag)}-' || g, 1000, 'USD', 1000
+          from generate_series(1, 300) g`);
+      await db.execute(sql`
+        insert into holds (id, account_id, session_id, amount, remaining, rate_per_minute, currency)
+        select gen_random_uuid(), 'acct-${sql.raw(tag)}-' || g, 's-${sql.raw(tag)}-' || g, 150, 150, ${RATE}, 'USD'
+          from generate_series(2, 300, 2) g`);
+      await db.execute(sql`
+        insert into metered_sessions (session_id, account_id, rate_per_minute, currency, started_at, next_minute_at)
+        select 's-${sql.raw(tag)}-' || g, 'acct-${sql.raw(tag)}-' || g, ${RATE}, 'USD', ${t0.toISOString()}::timestamptz,
+               ${t0.toISOString()}::timestamptz
+          from generate_series(1, 300) g`);
+
+      for (let minute = 0; minute < 4; minute++) {
+        clock.set(new Date(t0.getTime() + minute * MINUTE + 30_000));
+        const passes = await Promise.all(replicas.map((replica) => meterRunningSessions(replica)));
+        expect(passes[0]!.sessions + passes[1]!.sessions).toBeGreaterThanOrEqual(300);
+      }
+
+      const charges = await db.execute(sql`
+        select count(*)::int as entries, count(distinct reference)::int as distinct_minutes, sum(amount)::int as total
+          from ledger_entries where reference like ${`usage:s-${tag}-%`}`);
+      expect(charges.rows[0]).toEqual({ entries: 1200, distinct_minutes: 1200, total: -1200 * RATE });
+      const wallets = await db
+        .select()
+        .from(walletsTable)
+        .where(like(walletsTable.accountId, `acct-${tag}-%`));
+      expect(wallets).toHaveLength(300);
+      for (const w of wallets) {
+        const withHold = Number(w.accountId.split("-").pop()) % 2 === 0;
+        expect(w).toMatchObject({ balance: 1000 - 4 * RATE, held: withHold ? 150 - 4 * RATE : 0 });
+      }
+      const holds = await db
+        .select()
+        .from(holdsTable)
+        .where(like(holdsTable.sessionId, `s-${tag}-%`));
+      expect(holds.every((h) => h.remaining === 150 - 4 * RATE)).toBe(true);
+      expect(await findLedgerMismatches(db)).toEqual([]);
+      await db.execute(
+        sql`update metered_sessions set status = 'stopped' where session_id like ${`s-${tag}-%`}`,
+      );
+    } finally {
+      await other.close();
+    }
   });
 
   it("when the balance cannot cover the next minute, then credits.exhausted is published once to the sessions queue and the balance stops at zero", async () => {

@@ -1,8 +1,24 @@
-import { and, asc, eq, inArray, lte, sql } from "drizzle-orm";
-import { createEvent, publishInTransaction, type EventEnvelope } from "@cgs/shared";
-import { holdsTable, ledgerEntriesTable, meteredSessionsTable, walletsTable } from "../data/billing-tables";
+import { createEvent, metrics, publishInTransaction, type EventEnvelope } from "@cgs/shared";
 import {
+  listExpiredHolds,
+  lockActiveHold,
+  lockActiveHoldsOf,
+  saveHoldRemaining,
+  type Hold,
+} from "../data/hold-repository";
+import {
+  chargeMinutesInBulk,
+  claimDueSessions,
+  insertMeteredSession,
+  lockMeteredSession,
+  saveMeteredSession,
+  type MeteredSession,
+  type MinuteCharge,
+} from "../data/metered-session-repository";
+import {
+  findLedgerAmounts,
   lockWallet,
+  lockWalletsInOrder,
   postLedgerEntry,
   type BillingTransaction,
   type WalletRow,
@@ -11,29 +27,8 @@ import type { BillingDeps } from "./billing-deps";
 import { releaseHoldInTransaction } from "./start-authorization";
 import { ensureWalletCreated } from "./wallets";
 
-type MeteredSession = typeof meteredSessionsTable.$inferSelect;
-type Hold = typeof holdsTable.$inferSelect;
-
 export const usageReference = (sessionId: string, minute: number) => `usage:${sessionId}:${minute}`;
 const refundReference = (sessionId: string, minute: number) => `usage-refund:${sessionId}:${minute}`;
-
-async function lockSession(tx: BillingTransaction, sessionId: string): Promise<MeteredSession | undefined> {
-  const rows = await tx
-    .select()
-    .from(meteredSessionsTable)
-    .where(eq(meteredSessionsTable.sessionId, sessionId))
-    .for("update");
-  return rows[0];
-}
-
-async function lockActiveHold(tx: BillingTransaction, sessionId: string): Promise<Hold | undefined> {
-  const rows = await tx
-    .select()
-    .from(holdsTable)
-    .where(and(eq(holdsTable.sessionId, sessionId), eq(holdsTable.status, "active")))
-    .for("update");
-  return rows[0];
-}
 
 /**
  * Minutes started in [startedAt, end): every started minute is charged, so a partial one counts (the
@@ -79,9 +74,7 @@ async function chargeMinutes(ctx: ChargeContext, upTo: number): Promise<void> {
     session.uncovered += rate - amount;
     session.chargedMinutes += 1;
   }
-  if (hold) {
-    await tx.update(holdsTable).set({ remaining: hold.remaining }).where(eq(holdsTable.id, hold.id));
-  }
+  if (hold) await saveHoldRemaining(tx, hold);
 }
 
 /** Publishes credits.exhausted once per session when the wallet cannot pay for the session's next minute. */
@@ -105,17 +98,10 @@ async function saveSession(
   deps: BillingDeps,
   session: MeteredSession,
 ): Promise<void> {
-  await tx
-    .update(meteredSessionsTable)
-    .set({
-      chargedMinutes: session.chargedMinutes,
-      nextMinuteAt: new Date(session.startedAt.getTime() + session.chargedMinutes * deps.settings.minuteMs),
-      uncovered: session.uncovered,
-      exhaustedAt: session.exhaustedAt,
-      status: session.status,
-      stoppedAt: session.stoppedAt,
-    })
-    .where(eq(meteredSessionsTable.sessionId, session.sessionId));
+  const nextMinuteAt = new Date(
+    session.startedAt.getTime() + session.chargedMinutes * deps.settings.minuteMs,
+  );
+  await saveMeteredSession(tx, session, nextMinuteAt);
 }
 
 /** Locks wallet and hold (in that order, after the session row) and charges every minute due by `now`. */
@@ -158,20 +144,15 @@ async function recordMeteredSession(
   ended = false,
 ): Promise<boolean> {
   await ensureWalletCreated(tx, deps, start.accountId);
-  const inserted = await tx
-    .insert(meteredSessionsTable)
-    .values({
-      sessionId: start.sessionId,
-      accountId: start.accountId,
-      ratePerMinute: start.ratePerMinute,
-      currency: start.currency,
-      startedAt: start.startedAt,
-      nextMinuteAt: start.startedAt,
-      ...(ended ? { status: "stopped" as const, stoppedAt: start.startedAt } : {}),
-    })
-    .onConflictDoNothing()
-    .returning({ sessionId: meteredSessionsTable.sessionId });
-  return inserted.length > 0;
+  return insertMeteredSession(tx, {
+    sessionId: start.sessionId,
+    accountId: start.accountId,
+    ratePerMinute: start.ratePerMinute,
+    currency: start.currency,
+    startedAt: start.startedAt,
+    nextMinuteAt: start.startedAt,
+    ...(ended ? { status: "stopped" as const, stoppedAt: start.startedAt } : {}),
+  });
 }
 
 /** session.started: metering begins, and the first minute is charged at once. */
@@ -181,7 +162,7 @@ export async function startMetering(
   start: SessionStart,
 ): Promise<void> {
   if (!(await recordMeteredSession(tx, deps, start))) return;
-  const session = await lockSession(tx, start.sessionId);
+  const session = await lockMeteredSession(tx, start.sessionId);
   if (session) await chargeDue(tx, deps, session, deps.now());
 }
 
@@ -197,7 +178,7 @@ export async function stopMetering(
 ): Promise<void> {
   // A stop can arrive before its start (SQS does not order): record the session either way.
   await recordMeteredSession(tx, deps, start);
-  const session = await lockSession(tx, start.sessionId);
+  const session = await lockMeteredSession(tx, start.sessionId);
   if (!session || session.status === "stopped") return;
   const wallet = await lockWallet(tx, session.accountId);
   if (!wallet) return;
@@ -216,10 +197,7 @@ async function refundMinutes(ctx: ChargeContext, keep: number): Promise<void> {
   const { tx, session, wallet } = ctx;
   const refs = [];
   for (let m = keep; m < session.chargedMinutes; m++) refs.push(usageReference(session.sessionId, m));
-  const charged = await tx
-    .select({ reference: ledgerEntriesTable.reference, amount: ledgerEntriesTable.amount })
-    .from(ledgerEntriesTable)
-    .where(inArray(ledgerEntriesTable.reference, refs));
+  const charged = await findLedgerAmounts(tx, refs);
   for (const entry of charged) {
     const minute = Number(entry.reference.split(":").pop());
     await postLedgerEntry(tx, wallet, {
@@ -251,7 +229,7 @@ export async function endMetering(tx: BillingTransaction, deps: BillingDeps, end
   const rate = end.ratePerMinute ?? deps.settings.ratePerMinute;
   const currency = end.currency ?? deps.settings.currency;
   const start = { accountId: end.accountId, sessionId: end.sessionId, ratePerMinute: rate, currency };
-  const existing = await lockSession(tx, end.sessionId);
+  const existing = await lockMeteredSession(tx, end.sessionId);
   if (end.startedAt || existing) {
     const startedAt = end.startedAt ?? existing!.startedAt;
     await stopMetering(tx, deps, { ...start, startedAt }, end.endedAt < startedAt ? startedAt : end.endedAt);
@@ -261,6 +239,55 @@ export async function endMetering(tx: BillingTransaction, deps: BillingDeps, end
   const wallet = await lockWallet(tx, end.accountId);
   const hold = await lockActiveHold(tx, end.sessionId);
   if (wallet && hold) await releaseHoldInTransaction(tx, wallet, hold);
+}
+
+/**
+ * The tick's common case, charged set-based: exactly one minute due, the session alone on its wallet in
+ * the batch, and enough spendable money for this minute and the next (so nothing is uncovered and no
+ * exhaustion is signalled). Everything else goes through chargeDue, one session at a time.
+ */
+function splitSimpleMinutes(
+  deps: BillingDeps,
+  sessions: MeteredSession[],
+  walletByAccount: Map<string, WalletRow>,
+  holdBySession: Map<string, Hold>,
+  now: Date,
+): { simple: MinuteCharge[]; other: MeteredSession[] } {
+  const perAccount = new Map<string, number>();
+  for (const s of sessions) perAccount.set(s.accountId, (perAccount.get(s.accountId) ?? 0) + 1);
+  const simple: MinuteCharge[] = [];
+  const other: MeteredSession[] = [];
+  const minuteMs = deps.settings.minuteMs;
+  for (const session of sessions) {
+    const wallet = walletByAccount.get(session.accountId);
+    const hold = holdBySession.get(session.sessionId);
+    const rate = session.ratePerMinute;
+    const due = now < session.startedAt ? 0 : minutesStarted(session, new Date(now.getTime() + 1), minuteMs);
+    const holdRemaining = hold?.remaining ?? 0;
+    const available = wallet ? wallet.balance - (wallet.held - holdRemaining) : 0;
+    if (
+      !wallet ||
+      perAccount.get(session.accountId) !== 1 ||
+      due !== session.chargedMinutes + 1 ||
+      rate <= 0 ||
+      available < 2 * rate
+    ) {
+      other.push(session);
+      continue;
+    }
+    simple.push({
+      sessionId: session.sessionId,
+      accountId: session.accountId,
+      minute: session.chargedMinutes,
+      amount: rate,
+      fromHold: Math.min(holdRemaining, rate),
+      holdId: hold?.id ?? null,
+      currency: wallet.currency,
+      balanceAfter: wallet.balance - rate,
+      nextMinuteAt: new Date(session.startedAt.getTime() + due * minuteMs),
+    });
+  }
+  return { simple, other };
 }
 
 export interface MeteringPass {
@@ -276,39 +303,27 @@ export interface MeteringPass {
 export async function meterRunningSessions(deps: BillingDeps, maxBatches = 1_000): Promise<MeteringPass> {
   const now = deps.now();
   const pass: MeteringPass = { sessions: 0, batches: 0 };
+  const outByCurrency = new Map<string, number>();
   while (pass.batches < maxBatches) {
     const claimed = await deps.db.transaction(async (tx) => {
-      const sessions = await tx
-        .select()
-        .from(meteredSessionsTable)
-        .where(and(eq(meteredSessionsTable.status, "running"), lte(meteredSessionsTable.nextMinuteAt, now)))
-        .orderBy(asc(meteredSessionsTable.accountId), asc(meteredSessionsTable.sessionId))
-        .limit(deps.settings.meteringBatchSize)
-        .for("update", { skipLocked: true });
+      const sessions = await claimDueSessions(tx, now, deps.settings.meteringBatchSize);
       if (sessions.length === 0) return 0;
-      // Lock the batch's wallets and holds in two statements (wallets in account order, as everywhere).
-      const wallets = await tx
-        .select()
-        .from(walletsTable)
-        .where(inArray(walletsTable.accountId, [...new Set(sessions.map((x) => x.accountId))]))
-        .orderBy(asc(walletsTable.accountId))
-        .for("update");
-      const holds = await tx
-        .select()
-        .from(holdsTable)
-        .where(
-          and(
-            inArray(
-              holdsTable.sessionId,
-              sessions.map((x) => x.sessionId),
-            ),
-            eq(holdsTable.status, "active"),
-          ),
-        )
-        .for("update");
+      const wallets = await lockWalletsInOrder(
+        tx,
+        sessions.map((x) => x.accountId),
+      );
+      const holds = await lockActiveHoldsOf(
+        tx,
+        sessions.map((x) => x.sessionId),
+      );
       const walletByAccount = new Map(wallets.map((w) => [w.accountId, w]));
       const holdBySession = new Map(holds.map((h) => [h.sessionId, h]));
-      for (const session of sessions) {
+      const { simple, other } = splitSimpleMinutes(deps, sessions, walletByAccount, holdBySession, now);
+      const charged = await chargeMinutesInBulk(tx, simple);
+      for (const c of simple)
+        if (charged.has(c.sessionId))
+          outByCurrency.set(c.currency, (outByCurrency.get(c.currency) ?? 0) + c.amount);
+      for (const session of other) {
         await chargeDue(tx, deps, session, now, {
           wallet: walletByAccount.get(session.accountId),
           hold: holdBySession.get(session.sessionId),
@@ -316,6 +331,9 @@ export async function meterRunningSessions(deps: BillingDeps, maxBatches = 1_000
       }
       return sessions.length;
     });
+    // Counted after the commit, once per currency (postLedgerEntry counts the per-session path's).
+    for (const [currency, amount] of outByCurrency) metrics.credits.labels("out", currency).inc(amount);
+    outByCurrency.clear();
     pass.batches += 1;
     pass.sessions += claimed;
     if (claimed < deps.settings.meteringBatchSize) break;
@@ -326,17 +344,7 @@ export async function meterRunningSessions(deps: BillingDeps, maxBatches = 1_000
 /** Holds whose session never reported started or failed (a crashed start) go back to the wallet. */
 export async function releaseExpiredHolds(deps: BillingDeps): Promise<number> {
   const cutoff = new Date(deps.now().getTime() - deps.settings.holdTtlMs);
-  const stale = await deps.db
-    .select({ id: holdsTable.id, accountId: holdsTable.accountId, sessionId: holdsTable.sessionId })
-    .from(holdsTable)
-    .where(
-      and(
-        eq(holdsTable.status, "active"),
-        lte(holdsTable.createdAt, cutoff),
-        sql`not exists (select 1 from metered_sessions m where m.session_id = ${holdsTable.sessionId} and m.status = 'running')`,
-      ),
-    )
-    .limit(500);
+  const stale = await listExpiredHolds(deps.db, cutoff, 500);
   let released = 0;
   for (const row of stale) {
     released += await deps.db.transaction(async (tx) => {

@@ -1,14 +1,18 @@
 import { randomUUID } from "node:crypto";
-import { and, eq } from "drizzle-orm";
 import { AppError } from "@cgs/shared";
-import { holdsTable } from "../data/billing-tables";
+import {
+  findHoldOwner,
+  insertHold,
+  lockActiveHoldById,
+  lockHoldOfSession,
+  markHoldReleased,
+  type Hold,
+} from "../data/hold-repository";
 import { hasOpenDispute } from "../data/payment-repository";
 import { adjustHeld, lockWallet, type BillingTransaction, type WalletRow } from "../data/wallet-repository";
 import type { BillingDeps } from "./billing-deps";
 import type { StorageTierName } from "./storage-tiers";
 import { assertWalletOpen, lockOrCreateWallet, spendable } from "./wallets";
-
-type Hold = typeof holdsTable.$inferSelect;
 
 export interface StartAuthorizationRequest {
   sessionId: string;
@@ -41,9 +45,7 @@ export async function authorizeStart(
     const holdAmount = deps.settings.holdMinutes * request.ratePerMinute;
     const tier = deps.settings.storageTiers[wallet.storageTier as StorageTierName];
     const storage = { tier: wallet.storageTier, sizeGb: tier?.sizeGb ?? 0 };
-    const existing = (
-      await tx.select().from(holdsTable).where(eq(holdsTable.sessionId, request.sessionId)).for("update")
-    )[0];
+    const existing = await lockHoldOfSession(tx, request.sessionId);
     if (existing && existing.accountId !== accountId) {
       throw AppError.validation("sessionId", "sessionId belongs to another account");
     }
@@ -75,7 +77,7 @@ export async function authorizeStart(
       );
     }
     const id = randomUUID();
-    await tx.insert(holdsTable).values({
+    await insertHold(tx, {
       id,
       accountId,
       sessionId: request.sessionId,
@@ -96,10 +98,7 @@ export async function releaseHoldInTransaction(
   hold: Hold,
 ): Promise<void> {
   if (hold.status !== "active") return;
-  await tx
-    .update(holdsTable)
-    .set({ status: "released", remaining: 0, releasedAt: new Date() })
-    .where(eq(holdsTable.id, hold.id));
+  await markHoldReleased(tx, hold.id, new Date());
   await adjustHeld(tx, wallet, -hold.remaining);
   hold.status = "released";
   hold.remaining = 0;
@@ -111,22 +110,11 @@ export async function releaseStartAuthorization(
   accountId: string,
   authorizationId: string,
 ): Promise<void> {
-  const found = (
-    await deps.db
-      .select({ accountId: holdsTable.accountId })
-      .from(holdsTable)
-      .where(eq(holdsTable.id, authorizationId))
-  )[0];
-  if (!found || found.accountId !== accountId) throw AppError.notFound("Start authorization not found");
+  if ((await findHoldOwner(deps.db, authorizationId)) !== accountId)
+    throw AppError.notFound("Start authorization not found");
   await deps.db.transaction(async (tx) => {
     const wallet = await lockWallet(tx, accountId);
-    const hold = (
-      await tx
-        .select()
-        .from(holdsTable)
-        .where(and(eq(holdsTable.id, authorizationId), eq(holdsTable.status, "active")))
-        .for("update")
-    )[0];
+    const hold = await lockActiveHoldById(tx, authorizationId);
     if (wallet && hold) await releaseHoldInTransaction(tx, wallet, hold);
   });
 }

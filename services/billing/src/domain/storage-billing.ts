@@ -1,5 +1,8 @@
-import { and, asc, eq, gt, ne, notExists, sql } from "drizzle-orm";
-import { storagePeriodsTable, walletsTable } from "../data/billing-tables";
+import {
+  listWalletsWithUnpaidPeriod,
+  recordedPeriodStatus,
+  saveStoragePeriod,
+} from "../data/storage-period-repository";
 import {
   lockWallet,
   postLedgerEntry,
@@ -10,21 +13,6 @@ import type { BillingDeps } from "./billing-deps";
 import { billingPeriodAt, type BillingPeriod, type StorageTierName } from "./storage-tiers";
 
 export type StoragePeriodStatus = "paid" | "unpaid" | "none";
-
-/** The status recorded for an account's period, if a charge was attempted. */
-async function recordedPeriodStatus(
-  executor: BillingDeps["db"] | BillingTransaction,
-  accountId: string,
-  period: BillingPeriod,
-): Promise<string | undefined> {
-  const rows = await executor
-    .select({ status: storagePeriodsTable.status })
-    .from(storagePeriodsTable)
-    .where(
-      and(eq(storagePeriodsTable.accountId, accountId), eq(storagePeriodsTable.periodStart, period.start)),
-    );
-  return rows[0]?.status;
-}
 
 /**
  * Takes the period's storage charge from the wallet once (ledger reference per account and period).
@@ -38,7 +26,7 @@ export async function chargeStoragePeriod(
 ): Promise<StoragePeriodStatus> {
   const tier = deps.settings.storageTiers[wallet.storageTier as StorageTierName];
   if (!tier || tier.pricePerPeriod === 0 || wallet.status === "closed") return "none";
-  if ((await recordedPeriodStatus(tx, wallet.accountId, period)) === "paid") return "paid";
+  if ((await recordedPeriodStatus(tx, wallet.accountId, period.start)) === "paid") return "paid";
   const price = tier.pricePerPeriod;
   let status: "paid" | "unpaid" = "unpaid";
   if (wallet.balance - wallet.held >= price) {
@@ -51,22 +39,16 @@ export async function chargeStoragePeriod(
     status = posted.applied || posted.reason === "duplicate" ? "paid" : "unpaid";
   }
   const now = deps.now();
-  await tx
-    .insert(storagePeriodsTable)
-    .values({
-      accountId: wallet.accountId,
-      periodStart: period.start,
-      periodEnd: period.end,
-      tier: tier.tier,
-      amount: price,
-      status,
-      paidAt: status === "paid" ? now : null,
-      updatedAt: now,
-    })
-    .onConflictDoUpdate({
-      target: [storagePeriodsTable.accountId, storagePeriodsTable.periodStart],
-      set: { status, tier: tier.tier, amount: price, paidAt: status === "paid" ? now : null, updatedAt: now },
-    });
+  await saveStoragePeriod(tx, {
+    accountId: wallet.accountId,
+    periodStart: period.start,
+    periodEnd: period.end,
+    tier: tier.tier,
+    amount: price,
+    status,
+    paidAt: status === "paid" ? now : null,
+    updatedAt: now,
+  });
   if (status === "unpaid") {
     deps.logger.info({ accountId: wallet.accountId, period: period.key }, "storage period left unpaid");
   }
@@ -86,30 +68,7 @@ export async function chargeStoragePeriods(deps: BillingDeps): Promise<{ paid: n
   if (paidTiers.length === 0) return result;
   let after = "";
   for (;;) {
-    const batch = await deps.db
-      .select({ accountId: walletsTable.accountId })
-      .from(walletsTable)
-      .where(
-        and(
-          eq(walletsTable.status, "open"),
-          ne(walletsTable.storageTier, "none"),
-          gt(walletsTable.accountId, after),
-          notExists(
-            deps.db
-              .select({ one: sql`1` })
-              .from(storagePeriodsTable)
-              .where(
-                and(
-                  eq(storagePeriodsTable.accountId, walletsTable.accountId),
-                  eq(storagePeriodsTable.periodStart, period.start),
-                  eq(storagePeriodsTable.status, "paid"),
-                ),
-              ),
-          ),
-        ),
-      )
-      .orderBy(asc(walletsTable.accountId))
-      .limit(500);
+    const batch = await listWalletsWithUnpaidPeriod(deps.db, period.start, after, 500);
     if (batch.length === 0) return result;
     for (const { accountId } of batch) {
       const status = await deps.db.transaction(async (tx) => {
@@ -143,7 +102,8 @@ export async function getStorageBilling(
     deps.settings.storageTiers[wallet.storageTier as StorageTierName] ?? deps.settings.storageTiers.none;
   let status: StoragePeriodStatus = "none";
   if (tier.pricePerPeriod > 0) {
-    status = (await recordedPeriodStatus(deps.db, wallet.accountId, period)) === "paid" ? "paid" : "unpaid";
+    status =
+      (await recordedPeriodStatus(deps.db, wallet.accountId, period.start)) === "paid" ? "paid" : "unpaid";
   }
   return {
     tier: tier.tier,

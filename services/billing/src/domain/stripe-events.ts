@@ -8,6 +8,7 @@ import {
   recordPaymentReview,
   recordStripeEvent,
   setStripeEventOutcome,
+  stripeEventSeen,
   updateTopup,
   type TopupRow,
 } from "../data/payment-repository";
@@ -97,6 +98,8 @@ export async function applyStripeEvent(
   payments?: PaymentRefunds,
 ): Promise<StripeEventOutcome> {
   if (!HANDLED.has(event.type)) return "ignored_type";
+  // Most redeliveries arrive long after the first; the insert below still decides a concurrent pair.
+  if (await stripeEventSeen(deps.db, event.id)) return "duplicate_event";
   return deps.db.transaction(async (tx) => {
     if (!(await recordStripeEvent(tx, event.id, event.type))) return "duplicate_event";
     const ctx: EventContext = { tx, deps, event, payments };

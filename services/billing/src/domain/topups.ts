@@ -1,7 +1,13 @@
 import { randomUUID } from "node:crypto";
-import { and, eq } from "drizzle-orm";
 import { AppError, type AccountsClient } from "@cgs/shared";
-import { topupsTable } from "../data/billing-tables";
+import {
+  findLatestTopupOfCheckout,
+  findTopup,
+  findTopupByClientKey,
+  insertTopupOnce,
+  storeCheckout,
+  type TopupRow,
+} from "../data/payment-repository";
 import type { PaymentProvider } from "../integrations/payment-provider";
 import type { BillingDeps } from "./billing-deps";
 import { assertWalletOpen, lockOrCreateWallet } from "./wallets";
@@ -25,8 +31,6 @@ export interface TopupCheckout {
   checkoutUrl: string;
   checkoutSessionId: string;
 }
-
-type Topup = typeof topupsTable.$inferSelect;
 
 export function checkoutReturnUrls(portalBaseUrl: string) {
   return {
@@ -70,20 +74,10 @@ export async function createTopup(deps: TopupDeps, request: TopupRequest): Promi
       clientKey: request.clientKey ?? null,
       provider: deps.payments.name,
     };
-    const inserted = await tx.insert(topupsTable).values(values).onConflictDoNothing().returning();
-    if (inserted[0]) return inserted[0];
+    const inserted = await insertTopupOnce(tx, values);
+    if (inserted) return inserted;
     // Same Idempotency-Key again: the first top-up (the wallet lock serialises the two requests).
-    const existing = (
-      await tx
-        .select()
-        .from(topupsTable)
-        .where(
-          and(
-            eq(topupsTable.accountId, request.accountId),
-            eq(topupsTable.clientKey, request.clientKey ?? ""),
-          ),
-        )
-    )[0] as Topup;
+    const existing = (await findTopupByClientKey(tx, request.accountId, request.clientKey ?? ""))!;
     if (existing.amount !== request.amount) {
       throw AppError.validation("amount", "amount differs from the first request with this Idempotency-Key");
     }
@@ -100,15 +94,10 @@ export async function createTopup(deps: TopupDeps, request: TopupRequest): Promi
     ...checkoutReturnUrls(deps.portalBaseUrl),
     idempotencyKey: `cgs-topup-${topup.id}`,
   });
-  const stored = await deps.db
-    .update(topupsTable)
-    .set({ checkoutSessionId: session.id, checkoutUrl: session.url, status: "open" })
-    .where(and(eq(topupsTable.id, topup.id), eq(topupsTable.status, "creating")))
-    .returning();
-  if (!stored[0]) {
+  if (!(await storeCheckout(deps.db, topup.id, { id: session.id, url: session.url }))) {
     // A concurrent request with the same Idempotency-Key stored its checkout first: answer that one, so both
     // callers hold the same checkout whatever the provider does with its own idempotency key.
-    const [first] = await deps.db.select().from(topupsTable).where(eq(topupsTable.id, topup.id));
+    const first = await findTopup(deps.db, topup.id);
     if (first?.checkoutSessionId && first.checkoutUrl) {
       return { checkoutUrl: first.checkoutUrl, checkoutSessionId: first.checkoutSessionId };
     }
@@ -123,10 +112,6 @@ export async function createTopup(deps: TopupDeps, request: TopupRequest): Promi
 export async function findTopupByCheckoutSession(
   deps: BillingDeps,
   checkoutSessionId: string,
-): Promise<Topup | undefined> {
-  const rows = await deps.db
-    .select()
-    .from(topupsTable)
-    .where(eq(topupsTable.checkoutSessionId, checkoutSessionId));
-  return rows[rows.length - 1];
+): Promise<TopupRow | undefined> {
+  return findLatestTopupOfCheckout(deps.db, checkoutSessionId);
 }

@@ -1,6 +1,10 @@
 import { AppError } from "@cgs/shared";
-import { walletsTable } from "../data/billing-tables";
-import { lockWallet, type BillingTransaction, type WalletRow } from "../data/wallet-repository";
+import {
+  createWalletIfMissing,
+  lockWallet,
+  type BillingTransaction,
+  type WalletRow,
+} from "../data/wallet-repository";
 import type { BillingDeps } from "./billing-deps";
 import { chargeStoragePeriod } from "./storage-billing";
 import { billingPeriodAt } from "./storage-tiers";
@@ -14,16 +18,12 @@ export async function ensureWalletCreated(
   deps: BillingDeps,
   accountId: string,
 ): Promise<void> {
-  const created = await tx
-    .insert(walletsTable)
-    .values({
-      accountId,
-      currency: deps.settings.currency,
-      storageTier: deps.settings.defaultStorageTier,
-    })
-    .onConflictDoNothing()
-    .returning({ accountId: walletsTable.accountId });
-  if (created.length === 0) return;
+  const created = await createWalletIfMissing(tx, {
+    accountId,
+    currency: deps.settings.currency,
+    storageTier: deps.settings.defaultStorageTier,
+  });
+  if (!created) return;
   const wallet = await lockWallet(tx, accountId);
   if (wallet) await chargeStoragePeriod(tx, deps, wallet, billingPeriodAt(deps.now()));
 }
