@@ -11,7 +11,8 @@ import { Client } from "pg";
 import pino from "pino";
 import Stripe from "stripe";
 import { createJwtVerifier, loadConfig, oidcSettings, openDatabase, startServer } from "@cgs/shared";
-import { billingDeps, createApp, type BillingContext } from "../src/app";
+import type { BillingContext } from "../src/app";
+import { composeBilling } from "../src/composition";
 import { billingConfigSchema } from "../src/config";
 import * as schema from "../src/data/schema";
 import { findLedgerMismatches } from "../src/data/wallet-repository";
@@ -85,12 +86,12 @@ async function main(): Promise<void> {
   };
   let now = new Date();
   const clock = () => now;
-  const server = await startServer(createApp(context, { now: clock }), {
+  const { app, deps } = composeBilling(context, { now: clock });
+  const server = await startServer(app, {
     port: 0,
     logger,
     shutdownGraceMs: 1_000,
   });
-  const deps = billingDeps(context, clock);
   const stripe = new Stripe("sk_test_bench");
   const rows: BenchRow[] = [];
   const lines: string[] = [];

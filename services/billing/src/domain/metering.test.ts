@@ -20,7 +20,7 @@ import {
   type TestClock,
 } from "../testing/billing-harness";
 import { creditWallet } from "../testing/wallet-fixtures";
-import { billingEventHandlers } from "../workers/billing-event-handlers";
+import { billingEventHandlers } from "../events/billing-event-handlers";
 import { billingSettings, type BillingDeps } from "./billing-deps";
 import { meterRunningSessions, releaseExpiredHolds } from "./metering";
 import { authorizeStart } from "./start-authorization";

@@ -14,7 +14,7 @@ import {
 } from "../data/payment-repository";
 import { postLedgerEntry, type BillingTransaction, type WalletRow } from "../data/wallet-repository";
 import type { LedgerKind } from "../data/billing-tables";
-import type { PaymentRefunds } from "../integrations/payment-provider";
+import type { PaymentRefunds } from "../adapters/payment-provider";
 import type { BillingDeps } from "./billing-deps";
 import { chargeStoragePeriod } from "./storage-billing";
 import { billingPeriodAt } from "./storage-tiers";

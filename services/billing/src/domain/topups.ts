@@ -8,7 +8,7 @@ import {
   storeCheckout,
   type TopupRow,
 } from "../data/payment-repository";
-import type { PaymentProvider } from "../integrations/payment-provider";
+import type { PaymentProvider } from "../adapters/payment-provider";
 import type { BillingDeps } from "./billing-deps";
 import { assertWalletOpen, lockOrCreateWallet } from "./wallets";
 

@@ -7,9 +7,9 @@ import { paymentReviewsTable, topupsTable, walletsTable } from "../data/billing-
 import { findLedgerMismatches } from "../data/wallet-repository";
 import { closeWallet } from "../domain/account-closure";
 import { authorizeStart } from "../domain/start-authorization";
-import { createStripeClient } from "../integrations/stripe-client";
-import { createStripePaymentProvider } from "../integrations/stripe-payment-provider";
-import type { RefundRequest } from "../integrations/payment-provider";
+import { createStripeClient } from "../adapters/stripe-client";
+import { createStripePaymentProvider } from "../adapters/stripe-payment-provider";
+import type { RefundRequest } from "../adapters/payment-provider";
 import {
   startBillingTestService,
   STRIPE_MOCK_URL,

@@ -3,7 +3,7 @@ import type Stripe from "stripe";
 import { AppError, metrics } from "@cgs/shared";
 import type { BillingDeps } from "../domain/billing-deps";
 import { applyStripeEvent } from "../domain/stripe-events";
-import type { PaymentRefunds } from "../integrations/payment-provider";
+import type { PaymentRefunds } from "../adapters/payment-provider";
 
 export interface StripeWebhookOptions {
   stripe: Stripe;

@@ -14,7 +14,8 @@ import {
   TEST_ALLOWED_AZP_ENV,
   type TestIdentityProvider,
 } from "@cgs/shared/testing/tokens";
-import { billingDeps, createApp, type BillingAdapters, type BillingContext } from "../app";
+import type { BillingContext } from "../app";
+import { composeBilling, type BillingAdapters } from "../composition";
 import { billingConfigSchema, type BillingConfig } from "../config";
 import type { BillingDeps } from "../domain/billing-deps";
 import * as schema from "../data/schema";
@@ -110,7 +111,7 @@ export interface BillingTestServiceOptions {
 
 export { freePort } from "@cgs/shared/testing/ports";
 
-/** createApp on 127.0.0.1:0 over a fresh PostgreSQL database, a test identity provider and an accounts stand-in. */
+/** The composed billing app on 127.0.0.1:0 over a fresh PostgreSQL database, a test identity provider and an accounts stand-in. */
 export async function startBillingTestService(
   options: BillingTestServiceOptions = {},
 ): Promise<BillingTestService> {
@@ -136,12 +137,12 @@ export async function startBillingTestService(
     database: fixture.database,
     verifier: createJwtVerifier(oidcSettings(config)),
   };
-  const app = createApp(context, { now: clock.now, ...options.adapters });
+  const { app, deps } = composeBilling(context, { now: clock.now, ...options.adapters });
   const running = await startServer(app, { port: options.port ?? 0, logger, shutdownGraceMs: 1_000 });
   return {
     url: running.url,
     config,
-    deps: billingDeps(context, clock.now),
+    deps,
     database: fixture.database,
     idp,
     accounts,
