@@ -79,6 +79,37 @@ describe("createJwtVerifier", () => {
     });
     expect(idp.jwksRequests).toBe(before + 1);
   });
+
+  it("when a token was verified before, then it is accepted again only until its exp", async () => {
+    const strict = createJwtVerifier({
+      issuer: idp.issuer,
+      audience: idp.audience,
+      jwksUrl: idp.jwksUrl,
+      allowedAzp: TEST_ALLOWED_AZP,
+      clockToleranceSeconds: 0,
+    });
+    const token = await idp.sign({ sub: "short-lived", exp: now() + 2 });
+    await expect(strict.verify(token)).resolves.toMatchObject({ identityUserId: "short-lived" });
+    await expect(strict.verify(token)).resolves.toMatchObject({ identityUserId: "short-lived" });
+    await new Promise((resolve) => setTimeout(resolve, 3_100));
+    await expect(strict.verify(token)).rejects.toMatchObject({ code: "UNAUTHENTICATED", status: 401 });
+  });
+
+  it("when the cache is full, then the oldest token is verified again and the newest is still remembered", async () => {
+    const small = createJwtVerifier({
+      issuer: idp.issuer,
+      audience: idp.audience,
+      jwksUrl: idp.jwksUrl,
+      allowedAzp: TEST_ALLOWED_AZP,
+      verifiedCacheSize: 2,
+    });
+    const tokens = await Promise.all(["a", "b", "c"].map((sub) => idp.sign({ sub })));
+    for (const t of tokens) await small.verify(t);
+    // With its key gone from the JWKS (and the cooldown holding off a refetch), only a remembered token passes.
+    await idp.rotate({ keepPrevious: false });
+    await expect(small.verify(tokens[2]!)).resolves.toMatchObject({ identityUserId: "c" });
+    await expect(small.verify(tokens[0]!)).rejects.toMatchObject({ status: 401 });
+  });
 });
 
 describe("createJwtVerifier with the production client list", () => {
