@@ -113,6 +113,11 @@ export function createApp(deps: GatewayDeps): Express {
     beforeProbes: hideReadinessFromPublic,
   });
   app.use(securityHeaders(config.PUBLIC_BASE_URL));
+  // The API goes first so its requests never walk the portal's routes; mounted at the root (not at "/api")
+  // so req.path and req.originalUrl stay the full documented path.
+  // Its handlers are added below, once they are defined.
+  const api = express.Router();
+  app.use((req, res, next) => (req.path.startsWith("/api/") ? api(req, res, next) : next()));
 
   const cookieSecret = portalCookieSecret(config);
   const oidc =
@@ -297,11 +302,8 @@ export function createApp(deps: GatewayDeps): Express {
     });
   };
 
-  const api = express.Router();
   api.use(resolveRoute, gatewayOwned, authenticate, limit, parseBody, validate, perEmail, proxy);
   api.use(bearerChallenge(config.PUBLIC_BASE_URL));
-  // Mounted at the root (not at "/api") so req.path and req.originalUrl stay the full documented path.
-  app.use((req, res, next) => (req.path.startsWith("/api/") ? api(req, res, next) : next()));
   installErrorHandlers(app, { logger });
   return app;
 }
