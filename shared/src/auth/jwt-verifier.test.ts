@@ -95,18 +95,23 @@ describe("createJwtVerifier", () => {
     await expect(strict.verify(token)).rejects.toMatchObject({ code: "UNAUTHENTICATED", status: 401 });
   });
 
-  it("when the cache is full, then the oldest token is verified again and the newest is still remembered", async () => {
+  it("when the cache is full, then the oldest token is checked against the keys again and a recent one is still remembered", async () => {
     const small = createJwtVerifier({
       issuer: idp.issuer,
       audience: idp.audience,
       jwksUrl: idp.jwksUrl,
       allowedAzp: TEST_ALLOWED_AZP,
       verifiedCacheSize: 2,
+      jwksCooldownMs: 0,
     });
     const tokens = await Promise.all(["a", "b", "c"].map((sub) => idp.sign({ sub })));
     for (const t of tokens) await small.verify(t);
-    // With its key gone from the JWKS (and the cooldown holding off a refetch), only a remembered token passes.
+    // The provider drops the key "a" and "c" were signed with; a token from its new key makes the verifier
+    // refetch, so from here on only a remembered token passes (and "b" is pushed out by "new").
     await idp.rotate({ keepPrevious: false });
+    await expect(small.verify(await idp.sign({ sub: "new" }))).resolves.toMatchObject({
+      identityUserId: "new",
+    });
     await expect(small.verify(tokens[2]!)).resolves.toMatchObject({ identityUserId: "c" });
     await expect(small.verify(tokens[0]!)).rejects.toMatchObject({ status: 401 });
   });
