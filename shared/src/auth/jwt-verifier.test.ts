@@ -9,7 +9,7 @@ import {
   TEST_ALLOWED_AZP,
   type TestIdentityProvider,
 } from "../testing/tokens";
-import { createJwtVerifier, type JwtVerifier } from "./jwt-verifier";
+import { createJwtVerifier, type JwtVerifier, type JwtVerifierOptions } from "./jwt-verifier";
 import { getPrincipal, requireAuth } from "./auth-middleware";
 
 let idp: TestIdentityProvider;
@@ -29,6 +29,16 @@ beforeAll(async () => {
 afterAll(() => idp.close());
 
 const now = () => Math.floor(Date.now() / 1000);
+
+/** A verifier of the test provider's tokens with its own verified-token cache. */
+const verifierFor = (options: Partial<JwtVerifierOptions>): JwtVerifier =>
+  createJwtVerifier({
+    issuer: idp.issuer,
+    audience: idp.audience,
+    jwksUrl: idp.jwksUrl,
+    allowedAzp: TEST_ALLOWED_AZP,
+    ...options,
+  });
 
 describe("createJwtVerifier", () => {
   it("when the token is valid, then sub becomes identityUserId with email and expiry", async () => {
@@ -81,13 +91,7 @@ describe("createJwtVerifier", () => {
   });
 
   it("when a token was verified before, then it is accepted again only until its exp", async () => {
-    const strict = createJwtVerifier({
-      issuer: idp.issuer,
-      audience: idp.audience,
-      jwksUrl: idp.jwksUrl,
-      allowedAzp: TEST_ALLOWED_AZP,
-      clockToleranceSeconds: 0,
-    });
+    const strict = verifierFor({ clockToleranceSeconds: 0 });
     const token = await idp.sign({ sub: "short-lived", exp: now() + 2 });
     await expect(strict.verify(token)).resolves.toMatchObject({ identityUserId: "short-lived" });
     await expect(strict.verify(token)).resolves.toMatchObject({ identityUserId: "short-lived" });
@@ -96,14 +100,7 @@ describe("createJwtVerifier", () => {
   });
 
   it("when the cache is full, then the oldest token is checked against the keys again and a recent one is still remembered", async () => {
-    const small = createJwtVerifier({
-      issuer: idp.issuer,
-      audience: idp.audience,
-      jwksUrl: idp.jwksUrl,
-      allowedAzp: TEST_ALLOWED_AZP,
-      verifiedCacheSize: 2,
-      jwksCooldownMs: 0,
-    });
+    const small = verifierFor({ verifiedCacheSize: 2, jwksCooldownMs: 0 });
     const tokens = await Promise.all(["a", "b", "c"].map((sub) => idp.sign({ sub })));
     for (const t of tokens) await small.verify(t);
     // The provider drops the key "a" and "c" were signed with; a token from its new key makes the verifier
