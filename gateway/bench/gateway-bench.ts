@@ -1,27 +1,33 @@
 /**
- * Gateway benchmark: prints numbers beside their baseline, asserts nothing.
- *   npx tsc -b gateway && npx tsx --tsconfig tsconfig.test.json gateway/bench/gateway-bench.ts [--quick] [--profile]
+ * Gateway benchmark: prints numbers beside their baseline (reportRows), asserts nothing.
+ *   npx tsc -b gateway && npx tsx --tsconfig tsconfig.test.json gateway/bench/gateway-bench.ts [--quick] [--profile] [--no-soak]
  *
  * One fixed-body upstream (a bare Node server answering the poll body) is measured three ways in the same run,
  * with wrk (-t2 -c32, bearer header): called directly, through nginx (Debian's, started here with a plain
  * proxy_pass and an upstream keepalive pool), and through the gateway's built process with every check on (JWT
  * signature against the IdP's JWKS, per-account limits in Redis, request validation, telemetry at the sampling
- * ratio below). The gateway's resident size is sampled during its runs. With --profile the gateway runs under
- * `node --cpu-prof` and the profile's top self-time functions are printed.
+ * ratio below). The same gateway without the telemetry preload gives the telemetry cost. The gateway's resident
+ * size is sampled during its runs, and a soak (5 min at full load, 30 s with --quick, skipped with --no-soak)
+ * samples it every 10 s. With --profile the gateway runs under `node --cpu-prof` and the profile's top
+ * self-time functions are printed.
  * Needs nginx and wrk (`apt-get install nginx-light wrk`; test/run-benchmarks.sh installs them) and Redis.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startTestIdentityProvider } from "@cgs/shared/testing/tokens";
 import { startOtlpReceiver } from "@cgs/shared/testing/tracing";
+import { formatNumber, reportRows } from "../../test/bench/results";
 import { closedPortUrl } from "../../test/harnesses/gateway-harness";
 
 const root = path.resolve(__dirname, "..", "..");
 const quick = process.argv.includes("--quick");
 const profile = process.argv.includes("--profile");
+const soak = !process.argv.includes("--no-soak");
 const SECONDS = quick ? 4 : 10;
+const SOAK_SECONDS = quick ? 30 : 300;
+const RSS_EVERY_MS = 10_000;
 const CONNECTIONS = 32;
 /** The production sampling ratio the chart sets (parent-based, 10 % of new traces). */
 const SAMPLER_ARG = process.env.BENCH_SAMPLER_ARG ?? "0.1";
@@ -48,15 +54,18 @@ function ms(value: string, unit: string): number {
   return unit === "us" ? n / 1000 : unit === "s" ? n * 1000 : n;
 }
 
-/** Runs wrk and parses its --latency summary. */
-export function wrk(url: string, token: string, seconds = SECONDS): WrkResult {
-  const out = spawnSync(
-    "wrk",
-    ["-t2", `-c${CONNECTIONS}`, `-d${seconds}s`, "--latency", "-H", `Authorization: Bearer ${token}`, url],
-    { encoding: "utf8", timeout: (seconds + 30) * 1000 },
+/** Runs wrk (without blocking this process, so RSS can be sampled meanwhile) and parses its --latency summary. */
+export async function wrk(url: string, token: string, seconds = SECONDS): Promise<WrkResult> {
+  const text = await new Promise<string>((resolve, reject) =>
+    execFile(
+      "wrk",
+      ["-t2", `-c${CONNECTIONS}`, `-d${seconds}s`, "--latency", "-H", `Authorization: Bearer ${token}`, url],
+      { encoding: "utf8", timeout: (seconds + 30) * 1000 },
+      (err, stdout, stderr) =>
+        err ? reject(new Error(`wrk failed: ${stderr || err.message}`)) : resolve(stdout),
+    ),
   );
-  const text = out.stdout;
-  if (out.status !== 0 || !/Requests\/sec/.test(text)) throw new Error(`wrk failed: ${out.stderr || text}`);
+  if (!/Requests\/sec/.test(text)) throw new Error(`wrk failed: ${text}`);
   const pct = (p: string) => {
     const m = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s)`, "m").exec(text);
     return m ? ms(m[1]!, m[2]!) : NaN;
@@ -64,6 +73,23 @@ export function wrk(url: string, token: string, seconds = SECONDS): WrkResult {
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(text)?.[1] ?? NaN);
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(text)?.[1] ?? 0);
   return { rps, p50ms: pct("50"), p99ms: pct("99"), non2xx };
+}
+
+/** Samples a process's RSS every `everyMs` while `work` runs. */
+async function sampleRss<T>(
+  pid: number,
+  everyMs: number,
+  work: () => Promise<T>,
+): Promise<{ result: T; rss: number[] }> {
+  const rss = [rssMb(pid)];
+  const timer = setInterval(() => rss.push(rssMb(pid)), everyMs);
+  try {
+    const result = await work();
+    rss.push(rssMb(pid));
+    return { result, rss };
+  } finally {
+    clearInterval(timer);
+  }
 }
 
 function startNode(args: string[], env: Record<string, string>, cwd = root): ChildProcess {
@@ -159,6 +185,43 @@ function topSelfTime(profileFile: string, n = 15): string[] {
     .map(([k, c]) => `${((100 * c) / total).toFixed(1).padStart(5)} %  ${k}`);
 }
 
+function startGateway(
+  url: string,
+  upstreamUrl: string,
+  idp: { issuer: string; audience: string; jwksUrl: string },
+  otlpEndpoint: string,
+  options: { telemetry: boolean; cpuProfileDir?: string },
+): ChildProcess {
+  return startNode(
+    [
+      ...(options.cpuProfileDir ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfileDir}`] : []),
+      ...(options.telemetry ? ["--import", "@cgs/shared/dist/telemetry.js"] : []),
+      "dist/main.js",
+    ],
+    {
+      PORT: new URL(url).port,
+      METRICS_PORT: "0",
+      NODE_ENV: "development",
+      LOG_LEVEL: "info",
+      OIDC_ISSUER: idp.issuer,
+      OIDC_AUDIENCE: idp.audience,
+      OIDC_JWKS_URL: idp.jwksUrl,
+      SESSIONS_URL: upstreamUrl,
+      BILLING_URL: upstreamUrl,
+      ACCOUNTS_URL: upstreamUrl,
+      AUTH_PROXY_URL: upstreamUrl,
+      // Limits stay on (every request counts in Redis) but high enough that the run measures the gateway.
+      RATE_LIMIT_POLL: "1000000000",
+      REDIS_URL: process.env.REDIS_URL || "redis://127.0.0.1:6379",
+      OTEL_SERVICE_NAME: "gateway-bench",
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint,
+      OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
+      OTEL_TRACES_SAMPLER_ARG: SAMPLER_ARG,
+    },
+    path.join(root, "gateway"),
+  );
+}
+
 async function main(): Promise<void> {
   const idp = await startTestIdentityProvider();
   const traces = await startOtlpReceiver();
@@ -166,9 +229,12 @@ async function main(): Promise<void> {
   const upstreamUrl = await closedPortUrl();
   const nginxUrl = await closedPortUrl();
   const gatewayUrl = await closedPortUrl();
+  const plainGatewayUrl = await closedPortUrl();
   let upstream: ChildProcess | undefined;
   let gateway: ChildProcess | undefined;
+  let plainGateway: ChildProcess | undefined;
   let nginxStarted = false;
+  const path_ = "/api/v1/sessions/poll";
   try {
     upstream = startNode(
       [
@@ -184,63 +250,26 @@ async function main(): Promise<void> {
     nginxStarted = true;
     await waitFor(nginxUrl);
 
-    gateway = startNode(
-      [
-        ...(profile ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : []),
-        "--import",
-        "@cgs/shared/dist/telemetry.js",
-        "dist/main.js",
-      ],
-      {
-        PORT: new URL(gatewayUrl).port,
-        NODE_ENV: "development",
-        LOG_LEVEL: "info",
-        OIDC_ISSUER: idp.issuer,
-        OIDC_AUDIENCE: idp.audience,
-        OIDC_JWKS_URL: idp.jwksUrl,
-        SESSIONS_URL: upstreamUrl,
-        BILLING_URL: upstreamUrl,
-        ACCOUNTS_URL: upstreamUrl,
-        AUTH_PROXY_URL: upstreamUrl,
-        // Limits stay on (every request counts in Redis) but high enough that the run measures the gateway.
-        RATE_LIMIT_POLL: "1000000000",
-        REDIS_URL: process.env.REDIS_URL || "redis://127.0.0.1:6379",
-        OTEL_SERVICE_NAME: "gateway-bench",
-        OTEL_EXPORTER_OTLP_ENDPOINT: traces.endpoint,
-        OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
-        OTEL_TRACES_SAMPLER_ARG: SAMPLER_ARG,
-      },
-      path.join(root, "gateway"),
-    );
+    gateway = startGateway(gatewayUrl, upstreamUrl, idp, traces.endpoint, {
+      telemetry: true,
+      cpuProfileDir: profile ? dir : undefined,
+    });
     await waitFor(`${gatewayUrl}/api/v1/health`, gateway);
-
     const token = await idp.sign({ sub: `bench-${Date.now()}`, azp: "cgs-portal", typ: "Bearer" });
-    const path_ = "/api/v1/sessions/poll";
     const probe = await fetch(`${gatewayUrl}${path_}`, { headers: { authorization: `Bearer ${token}` } });
     if (probe.status !== 200) throw new Error(`gateway answered ${probe.status}: ${await probe.text()}`);
     // Warm-up: JIT, keep-alive pools, the JWKS.
-    wrk(`${gatewayUrl}${path_}`, token, 2);
+    await wrk(`${gatewayUrl}${path_}`, token, 2);
 
-    const direct = wrk(`${upstreamUrl}${path_}`, token);
-    const viaNginx = wrk(`${nginxUrl}${path_}`, token);
-    let peakRss = rssMb(gateway.pid!);
-    const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(gateway!.pid!))), 250);
-    const viaGateway = wrk(`${gatewayUrl}${path_}`, token);
-    clearInterval(sampler);
-    peakRss = Math.max(peakRss, rssMb(gateway.pid!));
-
-    const fmt = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : "-");
-    const row = (name: string, r: WrkResult, ratio: string) =>
-      `| ${name} | ${fmt(r.rps, 0)} | ${fmt(r.p50ms, 2)} | ${fmt(r.p99ms, 2)} | ${r.non2xx} | ${ratio} |`;
-    console.log(
-      `gateway over a fixed-body upstream: wrk -t2 -c${CONNECTIONS} -d${SECONDS}s, sampler ratio ${SAMPLER_ARG}`,
+    const direct = await wrk(`${upstreamUrl}${path_}`, token);
+    const viaNginx = await wrk(`${nginxUrl}${path_}`, token);
+    const pid = gateway.pid!;
+    const { result: viaGateway, rss: runRss } = await sampleRss(pid, 250, () =>
+      wrk(`${gatewayUrl}${path_}`, token),
     );
-    console.log("| path | req/s | p50 ms | p99 ms | non-2xx | vs nginx |");
-    console.log("|---|---|---|---|---|---|");
-    console.log(row("upstream direct", direct, fmt(direct.rps / viaNginx.rps, 2)));
-    console.log(row("nginx → upstream (baseline)", viaNginx, "1.00"));
-    console.log(row("gateway → upstream (all checks)", viaGateway, fmt(viaGateway.rps / viaNginx.rps, 3)));
-    console.log(`gateway peak RSS during its run: ${fmt(peakRss)} MB`);
+    const soaked = soak
+      ? await sampleRss(pid, RSS_EVERY_MS, () => wrk(`${gatewayUrl}${path_}`, token, SOAK_SECONDS))
+      : undefined;
 
     if (profile) {
       await stop(gateway);
@@ -249,9 +278,78 @@ async function main(): Promise<void> {
         console.log(`gateway CPU profile (${path.join(dir, file)}), top self time:`);
         for (const line of topSelfTime(path.join(dir, file))) console.log(`  ${line}`);
       }
+    } else {
+      await stop(gateway);
     }
+
+    // The same build without the telemetry preload: the difference is what telemetry costs.
+    plainGateway = startGateway(plainGatewayUrl, upstreamUrl, idp, traces.endpoint, { telemetry: false });
+    await waitFor(`${plainGatewayUrl}/api/v1/health`, plainGateway);
+    await wrk(`${plainGatewayUrl}${path_}`, token, 2);
+    const { result: noTelemetry, rss: plainRss } = await sampleRss(plainGateway.pid!, 250, () =>
+      wrk(`${plainGatewayUrl}${path_}`, token),
+    );
+
+    const rps = (r: WrkResult) => `${formatNumber(r.rps)} req/s`;
+    const lat = (r: WrkResult) => `p50 ${formatNumber(r.p50ms, 2)} ms, p99 ${formatNumber(r.p99ms, 2)} ms`;
+    const errors = (r: WrkResult) => (r.non2xx ? `, ${r.non2xx} non-2xx` : "");
+    const nginxBase = `nginx ${rps(viaNginx)}`;
+    const peak = (xs: number[]) => Math.max(...xs.filter(Number.isFinite));
+    reportRows(
+      `Gateway over a fixed-body upstream (wrk -t2 -c${CONNECTIONS} -d${SECONDS}s, sampler parentbased_traceidratio ${SAMPLER_ARG})`,
+      [
+        {
+          name: "upstream direct",
+          value: `${rps(direct)}, ${lat(direct)}`,
+          baseline: nginxBase,
+          ratio: `${formatNumber(direct.rps / viaNginx.rps, 2)}×`,
+        },
+        {
+          name: "nginx → upstream (baseline)",
+          value: `${rps(viaNginx)}, ${lat(viaNginx)}${errors(viaNginx)}`,
+        },
+        {
+          name: "gateway → upstream (all checks, telemetry on)",
+          value: `${rps(viaGateway)}${errors(viaGateway)}`,
+          baseline: nginxBase,
+          ratio: `${formatNumber(viaGateway.rps / viaNginx.rps, 3)}×`,
+          target: "≥ 0.20× nginx",
+        },
+        { name: "gateway p99 latency", value: lat(viaGateway), target: "p99 < 20 ms" },
+        {
+          name: "gateway with telemetry off (no preload)",
+          value: `${rps(noTelemetry)}, ${lat(noTelemetry)}${errors(noTelemetry)}`,
+          baseline: nginxBase,
+          ratio: `${formatNumber(noTelemetry.rps / viaNginx.rps, 3)}×`,
+        },
+        {
+          name: "telemetry cost (on vs off)",
+          value: `${formatNumber(100 * (1 - viaGateway.rps / noTelemetry.rps), 1)} % fewer req/s`,
+          baseline: `telemetry off ${rps(noTelemetry)}`,
+          ratio: `${formatNumber(viaGateway.rps / noTelemetry.rps, 2)}×`,
+          target: "≤ 15 %",
+        },
+        {
+          name: "gateway peak RSS during its runs",
+          value: `${formatNumber(peak([...runRss, ...plainRss, ...(soaked?.rss ?? [])]), 1)} MB`,
+          target: "< 200 MB",
+        },
+        ...(soaked
+          ? [
+              {
+                name: `soak: ${SOAK_SECONDS} s at full load, RSS every ${RSS_EVERY_MS / 1000} s`,
+                value: `first ${formatNumber(soaked.rss[0]!, 1)} MB, last ${formatNumber(soaked.rss.at(-1)!, 1)} MB, peak ${formatNumber(peak(soaked.rss), 1)} MB`,
+                baseline: `${rps(soaked.result)}${errors(soaked.result)}`,
+                ratio: `last/first ${formatNumber(soaked.rss.at(-1)! / soaked.rss[0]!, 2)}×`,
+                target: "no growth, < 200 MB",
+              },
+            ]
+          : []),
+      ],
+    );
   } finally {
     await stop(gateway);
+    await stop(plainGateway);
     await stop(upstream);
     if (nginxStarted) stopNginx(dir);
     await traces.close();

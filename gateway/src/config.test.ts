@@ -45,4 +45,20 @@ describe("loadGatewayConfig", () => {
       expect((err as ConfigError).message).toContain("Base URL of the sessions service");
     }
   });
+
+  it("when the OpenTelemetry sampler is misspelt or its ratio is out of range, then start-up names both variables", () => {
+    expect(
+      loadGatewayConfig({ OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" }),
+    ).toMatchObject({ OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: 0.1 });
+    try {
+      loadGatewayConfig({ OTEL_TRACES_SAMPLER: "traceid_ratio", OTEL_TRACES_SAMPLER_ARG: "10" });
+      throw new Error("expected a ConfigError");
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).issues.map((i) => i.variable).sort()).toEqual([
+        "OTEL_TRACES_SAMPLER",
+        "OTEL_TRACES_SAMPLER_ARG",
+      ]);
+    }
+  });
 });

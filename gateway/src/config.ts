@@ -67,6 +67,27 @@ export const gatewayEnvSchema = z.object({
   RATE_LIMIT_RESET_EMAIL_WINDOW_MS: envInt(3_600_000, 1).describe(
     "Window of the per-e-mail password-reset limit, in ms",
   ),
+  // Read by the OpenTelemetry SDK itself (the telemetry preload starts before this schema runs); checked
+  // here so a typo fails at start-up instead of silently tracing every request.
+  OTEL_TRACES_SAMPLER: z
+    .enum([
+      "always_on",
+      "always_off",
+      "traceidratio",
+      "parentbased_always_on",
+      "parentbased_always_off",
+      "parentbased_traceidratio",
+    ])
+    .optional()
+    .describe(
+      "OpenTelemetry sampler; production uses parentbased_traceidratio (unset = the SDK's parentbased_always_on)",
+    ),
+  OTEL_TRACES_SAMPLER_ARG: z.coerce
+    .number()
+    .min(0)
+    .max(1)
+    .optional()
+    .describe("Ratio of new traces the *traceidratio samplers keep, 0..1 (e.g. 0.1)"),
   PORTAL_OIDC_CLIENT_ID: z
     .string()
     .min(1)

@@ -1,3 +1,4 @@
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import helmet from "helmet";
 import type { RequestHandler } from "express";
 
@@ -6,8 +7,18 @@ import type { RequestHandler } from "express";
  * styles, XHR and forms only; no framing; no plugins.
  */
 export function securityHeaders(publicBaseUrl: string): RequestHandler {
+  const headers = Object.entries(helmetHeaders(publicBaseUrl));
+  // The headers never vary by request, so helmet runs once at start-up and each request only copies them.
+  return (_req, res, next) => {
+    for (const [name, value] of headers) res.setHeader(name, value!);
+    next();
+  };
+}
+
+/** The headers helmet sets, recorded from one run against a stand-in response (X-Powered-By is off app-wide). */
+function helmetHeaders(publicBaseUrl: string): OutgoingHttpHeaders {
   const https = publicBaseUrl.startsWith("https://");
-  return helmet({
+  const middleware = helmet({
     contentSecurityPolicy: {
       useDefaults: false,
       directives: {
@@ -28,4 +39,13 @@ export function securityHeaders(publicBaseUrl: string): RequestHandler {
     referrerPolicy: { policy: "same-origin" },
     crossOriginResourcePolicy: { policy: "same-origin" },
   });
+  const set: OutgoingHttpHeaders = {};
+  const recorder = {
+    setHeader: (name: string, value: string | number | readonly string[]) => {
+      set[name] = value as string;
+    },
+    removeHeader: () => undefined,
+  } as unknown as ServerResponse;
+  middleware({} as IncomingMessage, recorder, () => undefined);
+  return set;
 }

@@ -120,9 +120,16 @@ export type Forwarder = (req: Request, res: Response, next: NextFunction, target
  */
 export function createUpstreamProxy(options: UpstreamProxyOptions): Forwarder {
   const { agent, connectTimeoutMs, responseTimeoutMs, logger } = options;
+  // A handful of upstream base URLs, parsed once rather than per request.
+  const parsed = new Map<string, URL>();
+  const urlOf = (upstream: string): URL => {
+    let url = parsed.get(upstream);
+    if (!url) parsed.set(upstream, (url = new URL(upstream)));
+    return url;
+  };
 
   return (req, res, next, target) => {
-    const base = new URL(target.upstream);
+    const base = urlOf(target.upstream);
     const path = `${base.pathname.replace(/\/+$/, "")}${req.originalUrl}`;
     const headers = upstreamRequestHeaders(req, res, target, base.host);
     const log = (req as { log?: Logger }).log ?? logger;

@@ -9,7 +9,7 @@ import {
   TEST_ALLOWED_AZP,
   type TestIdentityProvider,
 } from "../testing/tokens";
-import { createJwtVerifier, type JwtVerifier } from "./jwt-verifier";
+import { createJwtVerifier, type JwtVerifier, type JwtVerifierOptions } from "./jwt-verifier";
 import { getPrincipal, requireAuth } from "./auth-middleware";
 
 let idp: TestIdentityProvider;
@@ -29,6 +29,16 @@ beforeAll(async () => {
 afterAll(() => idp.close());
 
 const now = () => Math.floor(Date.now() / 1000);
+
+/** A verifier of the test provider's tokens with its own verified-token cache. */
+const verifierFor = (options: Partial<JwtVerifierOptions>): JwtVerifier =>
+  createJwtVerifier({
+    issuer: idp.issuer,
+    audience: idp.audience,
+    jwksUrl: idp.jwksUrl,
+    allowedAzp: TEST_ALLOWED_AZP,
+    ...options,
+  });
 
 describe("createJwtVerifier", () => {
   it("when the token is valid, then sub becomes identityUserId with email and expiry", async () => {
@@ -78,6 +88,29 @@ describe("createJwtVerifier", () => {
       identityUserId: "rotated",
     });
     expect(idp.jwksRequests).toBe(before + 1);
+  });
+
+  it("when a token was verified before, then it is accepted again only until its exp", async () => {
+    const strict = verifierFor({ clockToleranceSeconds: 0 });
+    const token = await idp.sign({ sub: "short-lived", exp: now() + 2 });
+    await expect(strict.verify(token)).resolves.toMatchObject({ identityUserId: "short-lived" });
+    await expect(strict.verify(token)).resolves.toMatchObject({ identityUserId: "short-lived" });
+    await new Promise((resolve) => setTimeout(resolve, 3_100));
+    await expect(strict.verify(token)).rejects.toMatchObject({ code: "UNAUTHENTICATED", status: 401 });
+  });
+
+  it("when the cache is full, then the oldest token is checked against the keys again and a recent one is still remembered", async () => {
+    const small = verifierFor({ verifiedCacheSize: 2, jwksCooldownMs: 0 });
+    const tokens = await Promise.all(["a", "b", "c"].map((sub) => idp.sign({ sub })));
+    for (const t of tokens) await small.verify(t);
+    // The provider drops the key "a" and "c" were signed with; a token from its new key makes the verifier
+    // refetch, so from here on only a remembered token passes (and "b" is pushed out by "new").
+    await idp.rotate({ keepPrevious: false });
+    await expect(small.verify(await idp.sign({ sub: "new" }))).resolves.toMatchObject({
+      identityUserId: "new",
+    });
+    await expect(small.verify(tokens[2]!)).resolves.toMatchObject({ identityUserId: "c" });
+    await expect(small.verify(tokens[0]!)).rejects.toMatchObject({ status: 401 });
   });
 });
 

@@ -39,6 +39,10 @@ export interface JwtVerifierOptions {
   /** How long a fetched JWKS is trusted before a refetch; past it the last good set still serves while the IdP fails. Default 10 min. */
   jwksCacheMaxAgeMs?: number;
   jwksTimeoutMs?: number;
+  /** Verified tokens remembered (so a repeated token skips the signature check); 0 turns the cache off. Default 10,000. */
+  verifiedCacheSize?: number;
+  /** Longest a verified token is remembered, never past its `exp`. Default 60 s. */
+  verifiedCacheMaxAgeMs?: number;
 }
 
 export interface Principal {
@@ -120,6 +124,30 @@ function cachedJwks(url: string, cooldownMs: number, maxAgeMs: number, timeoutMs
   };
 }
 
+/**
+ * Verified tokens by their exact text, oldest first (a Map keeps insertion order), so the oldest is evicted
+ * when full. An entry never outlives its token's `exp` nor maxAgeMs; failures are never remembered.
+ */
+function verifiedTokenCache(size: number, maxAgeMs: number) {
+  const entries = new Map<string, { principal: Principal; until: number }>();
+  return {
+    get(token: string): Principal | undefined {
+      const hit = entries.get(token);
+      if (!hit) return undefined;
+      if (Date.now() < hit.until) return hit.principal;
+      entries.delete(token);
+      return undefined;
+    },
+    set(token: string, principal: Principal): void {
+      if (size <= 0) return;
+      const until = Math.min(principal.expiresAt.getTime(), Date.now() + maxAgeMs);
+      if (until <= Date.now()) return;
+      if (entries.size >= size) entries.delete(entries.keys().next().value!);
+      entries.set(token, { principal, until });
+    },
+  };
+}
+
 export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {
   const jwks = cachedJwks(
     options.jwksUrl,
@@ -128,8 +156,14 @@ export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {
     options.jwksTimeoutMs ?? 5_000,
   );
   const allowedAzp = new Set(options.allowedAzp ?? PLATFORM_CLIENT_IDS);
+  const verified = verifiedTokenCache(
+    options.verifiedCacheSize ?? 10_000,
+    options.verifiedCacheMaxAgeMs ?? 60_000,
+  );
   return {
     async verify(token: string): Promise<Principal> {
+      const cached = verified.get(token);
+      if (cached) return cached;
       try {
         const { payload } = await jwtVerify(token, jwks, {
           issuer: options.issuer,
@@ -150,6 +184,7 @@ export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {
           claims: payload,
         };
         if (typeof payload.email === "string") principal.email = payload.email;
+        verified.set(token, principal);
         return principal;
       } catch (err) {
         if (err instanceof JwksUnavailable) {

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Instrumentation } from "@opentelemetry/instrumentation";
 import { AwsInstrumentation } from "@opentelemetry/instrumentation-aws-sdk";
-import { ExpressInstrumentation } from "@opentelemetry/instrumentation-express";
+import { ExpressInstrumentation, ExpressLayerType } from "@opentelemetry/instrumentation-express";
 import { HttpInstrumentation } from "@opentelemetry/instrumentation-http";
 import { PgInstrumentation } from "@opentelemetry/instrumentation-pg";
 import { PinoInstrumentation } from "@opentelemetry/instrumentation-pino";
@@ -16,7 +16,9 @@ export function createInstrumentations(): Instrumentation[] {
       ignoreIncomingRequestHook: (req: IncomingMessage) =>
         probePaths.has((req.url ?? "").split("?")[0] ?? ""),
     }),
-    new ExpressInstrumentation(),
+    // Route handlers only: a span per middleware and router layer cost the gateway ~10 % of its throughput and
+    // says nothing an SRE acts on (the HTTP span carries the route and status).
+    new ExpressInstrumentation({ ignoreLayersType: [ExpressLayerType.MIDDLEWARE, ExpressLayerType.ROUTER] }),
     // Only queries inside a request or message span: background polling would otherwise emit a root span per tick.
     new PgInstrumentation({ requireParentSpan: true }),
     new AwsInstrumentation({ suppressInternalInstrumentation: true }),
