@@ -162,7 +162,7 @@ const DATABASE_UNAVAILABLE_ERRNOS = new Set([
   "ENOTFOUND",
 ]);
 const DATABASE_UNAVAILABLE_MESSAGES =
-  /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|the database system is (starting up|shutting down)/i;
+  /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable|the database system is (starting up|shutting down)/i;
 
 /** True when the error (or one it wraps, e.g. DrizzleQueryError's cause) says the database cannot be reached. */
 export function isDatabaseUnavailable(err: unknown): boolean {

@@ -115,11 +115,14 @@ describe("deletion sweep", () => {
       expect(await new AccountRepository(database.db).find(user.id)).toBeDefined();
 
       clock.current = new Date(new Date(schedule.purgeAt).getTime() + 1_000);
-      await waitUntil(async () => (await getTestUser(user!.id))?.enabled === false, {
-        timeoutMs: 10_000,
-        description: "identity disabled",
-      });
       const repo = new AccountRepository(database.db);
+      // The sweep disables the user in Keycloak and then records it in the same transaction's commit: wait for both.
+      await waitUntil(
+        async () =>
+          (await getTestUser(user!.id))?.enabled === false &&
+          (await repo.findPurged(user!.id))?.identityDisabledAt instanceof Date,
+        { timeoutMs: 10_000, description: "identity disabled and recorded" },
+      );
       expect(await repo.find(user.id)).toBeUndefined();
       expect(await repo.findPurged(user.id)).toMatchObject({ identityDisabledAt: expect.any(Date) });
       expect(
