@@ -10,7 +10,6 @@ import { pollSession } from "./domain/session-access";
 import { withPollFastPath } from "./http/poll-fast-path";
 import { sessionRoutes } from "./http/session-routes";
 import { simulatorRoutes } from "./http/simulator-routes";
-import { withVerifiedTokenCache } from "./http/verified-token-cache";
 
 export type SessionsContext = ServiceContext<SessionsConfig, typeof schema>;
 
@@ -33,8 +32,8 @@ export function createApp(
   deps: SessionsDomainDeps,
   simulator?: SimulatorControls,
 ): RequestListener {
-  const { config, logger, database } = context;
-  const verifier = withVerifiedTokenCache(context.verifier);
+  // The shared verifier already remembers a verified token until its expiry (at most 60 s).
+  const { config, logger, database, verifier } = context;
   const app = createServiceApp({ logger, verifier, database, routes: sessionRoutes(deps) });
   const fastPoll = { verifier, logger, poll: (accountId: string) => pollSession(deps, accountId) };
   if (!simulator || !config.SIMULATOR_CONTROL || config.NODE_ENV === "production")
