@@ -1,6 +1,7 @@
 import type Stripe from "stripe";
 import {
   createAccountsClient,
+  createOutboxPublisher,
   metrics,
   onScrape,
   startEventWorkers,
@@ -59,6 +60,7 @@ export function billingDeps(context: BillingContext, now: () => Date): BillingDe
   return {
     db: context.database.db,
     settings: billingSettings(context.config),
+    publisher: createOutboxPublisher(context.config.QUEUE_NAME_PREFIX),
     logger: context.logger,
     now,
   };

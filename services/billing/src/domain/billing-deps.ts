@@ -1,4 +1,4 @@
-import type { ComponentLogger } from "@cgs/shared";
+import type { ComponentLogger, OutboxPublisher } from "@cgs/shared";
 import type { BillingConfig } from "../config";
 import type { BillingDatabase } from "../data/wallet-repository";
 import type { StorageTierName, StorageTiers } from "./storage-tiers";
@@ -15,8 +15,6 @@ export interface BillingSettings {
   topupMax: number;
   storageTiers: StorageTiers;
   defaultStorageTier: StorageTierName;
-  /** Prefix of every queue events are published to (tests isolate themselves with it). */
-  queuePrefix: string;
 }
 
 export function billingSettings(config: BillingConfig): BillingSettings {
@@ -31,14 +29,14 @@ export function billingSettings(config: BillingConfig): BillingSettings {
     topupMax: config.TOPUP_MAX_AMOUNT,
     storageTiers: config.storageTiers,
     defaultStorageTier: config.STORAGE_DEFAULT_TIER,
-    queuePrefix: config.QUEUE_NAME_PREFIX,
   };
 }
 
-/** What every use case needs: the database, the rules, a logger and a clock (injectable for tests). */
+/** What every use case needs: the database, the rules, the event publisher (queue prefix bound), a logger and a clock. */
 export interface BillingDeps {
   db: BillingDatabase;
   settings: BillingSettings;
+  publisher: OutboxPublisher;
   logger: ComponentLogger;
   now: () => Date;
 }

@@ -1,4 +1,4 @@
-import { createEvent, publishInTransaction } from "@cgs/shared";
+import { createEvent } from "@cgs/shared";
 import { listRunningSessions, type RunningSessionRef } from "../data/metered-session-repository";
 import type { BillingDeps } from "./billing-deps";
 
@@ -25,7 +25,7 @@ export async function auditRunningSessions(deps: BillingDeps): Promise<number> {
         for (let i = 0; i < ids.length; i += PER_EVENT) {
           const sessionIds = ids.slice(i, i + PER_EVENT);
           const event = createEvent("metering.audit", accountId, { sessionIds });
-          await publishInTransaction(tx, event, deps.settings.queuePrefix);
+          await deps.publisher.publish(tx, event);
         }
       }
     });

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { and, eq, like, sql } from "drizzle-orm";
 import pino from "pino";
-import { createEvent, openDatabase, outboxTable, type AnyEvent } from "@cgs/shared";
+import { createEvent, openDatabase, outboxTable, type AnyEvent, createOutboxPublisher } from "@cgs/shared";
 import {
   holdsTable,
   ledgerEntriesTable,
@@ -41,7 +41,8 @@ describe("metering, holds, storage and purge (real PostgreSQL, controlled clock)
     clock = testClock("2026-11-20T10:00:00.000Z");
     deps = {
       db: fixture.database.db,
-      settings: { ...billingSettings(billingTestConfig({})), queuePrefix: "test-metering-" },
+      settings: billingSettings(billingTestConfig({})),
+      publisher: createOutboxPublisher("test-metering-"),
       logger: pino({ level: "silent" }),
       now: clock.now,
     };

@@ -1,4 +1,4 @@
-import { createEvent, metrics, publishInTransaction, type EventEnvelope } from "@cgs/shared";
+import { createEvent, metrics, type EventEnvelope } from "@cgs/shared";
 import {
   listExpiredHolds,
   lockActiveHold,
@@ -89,7 +89,7 @@ async function signalExhaustion(ctx: ChargeContext): Promise<void> {
     balance: wallet.balance,
     currency: wallet.currency,
   });
-  await publishInTransaction(tx, event, deps.settings.queuePrefix);
+  await deps.publisher.publish(tx, event);
   deps.logger.info({ accountId: session.accountId, sessionId: session.sessionId }, "credits exhausted");
 }
 

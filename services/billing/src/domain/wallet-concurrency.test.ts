@@ -1,3 +1,4 @@
+import { createOutboxPublisher } from "@cgs/shared";
 import { randomUUID } from "node:crypto";
 import { eq, sql } from "drizzle-orm";
 import pino from "pino";
@@ -21,7 +22,8 @@ describe("wallet and ledger under concurrency (real PostgreSQL)", () => {
     fixture = await openBillingTestDatabase("billing_concurrency", 20);
     deps = {
       db: fixture.database.db,
-      settings: { ...billingSettings(billingTestConfig({ STORAGE_DEFAULT_TIER: "none" })) },
+      settings: billingSettings(billingTestConfig({ STORAGE_DEFAULT_TIER: "none" })),
+      publisher: createOutboxPublisher(),
       logger: pino({ level: "silent" }),
       now: () => new Date(),
     };

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { eq } from "drizzle-orm";
 import pino from "pino";
-import { toAppError } from "@cgs/shared";
+import { toAppError, createOutboxPublisher } from "@cgs/shared";
 import { startOwnPostgres, type OwnPostgres } from "@cgs/shared/testing/own-postgres";
 import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
 import { startTestAccounts, type TestAccountsServer } from "../../../../test/harnesses/accounts-server";
@@ -34,7 +34,8 @@ beforeAll(async () => {
   fixture = await openBillingTestDatabase("faults_pg_billing", 10);
   deps = {
     db: fixture.database.db,
-    settings: { ...billingSettings(billingTestConfig({ STORAGE_DEFAULT_TIER: "none" })) },
+    settings: billingSettings(billingTestConfig({ STORAGE_DEFAULT_TIER: "none" })),
+    publisher: createOutboxPublisher(),
     logger: pino({ level: "silent" }),
     now: () => new Date(),
   };

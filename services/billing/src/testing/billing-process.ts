@@ -4,7 +4,13 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { DeleteQueueCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import pino from "pino";
-import { createQueueUrlResolver, ensureQueue, serviceQueueNames, type QueueUrlResolver } from "@cgs/shared";
+import {
+  createQueueUrlResolver,
+  ensureQueue,
+  serviceQueueNames,
+  type QueueUrlResolver,
+  createOutboxPublisher,
+} from "@cgs/shared";
 import { createTestSqsClient } from "@cgs/shared/testing/queue";
 import { billingSettings, type BillingDeps } from "../domain/billing-deps";
 import { billingTestConfig, openBillingTestDatabase, type BillingDatabaseFixture } from "./billing-harness";
@@ -110,6 +116,7 @@ export async function openBillingProcessFixture(options: {
   const deps: BillingDeps = {
     db: database.database.db,
     settings: billingSettings(billingTestConfig({ STORAGE_DEFAULT_TIER: "none" })),
+    publisher: createOutboxPublisher(),
     logger: pino({ level: "silent" }),
     now: () => new Date(),
   };
