@@ -15,6 +15,8 @@ npx tsc -b shared gateway services/sessions services/billing services/accounts s
 
 rows="$(mktemp -t bench-rows.XXXXXX.jsonl)"
 export BENCH_RESULTS_FILE="$rows"
+export BENCH_MODE="full"
+[[ " $* " == *" --quick "* ]] && BENCH_MODE="quick"
 for bench in gateway/bench/gateway-bench.ts services/sessions/bench/sessions-bench.ts services/billing/bench/billing-bench.ts \
   services/accounts/bench/accounts-bench.ts; do
   echo "== ${bench}"

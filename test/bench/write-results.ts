@@ -48,6 +48,7 @@ const lines = [
   `- Commit: ${commit}${dirty}`,
   `- Machine: ${cpus.length} × ${cpus[0]?.model ?? "unknown CPU"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.platform()} ${os.release()}`,
   `- Node: ${process.version}`,
+  `- Mode: ${process.env.BENCH_MODE ?? "full"} (\`npm run bench -- --quick\` runs smaller sizes and a 30 s soak)`,
   "",
 ];
 const sections = [...new Set(rows.map((r) => r.section))];
