@@ -86,7 +86,7 @@ async function main(): Promise<void> {
   };
   let now = new Date();
   const clock = () => now;
-  const { app, deps } = composeBilling(context, { now: clock });
+  const { app, deps } = composeBilling(context, { clock: { now: clock } });
   const server = await startServer(app, {
     port: 0,
     logger,

@@ -6,7 +6,9 @@ import {
   onScrape,
   startEventWorkers,
   startPeriodicWorker,
+  systemClock,
   type AccountsClient,
+  type Clock,
   type Closer,
   type ComposedService,
 } from "@cgs/shared";
@@ -28,7 +30,7 @@ export interface BillingAdapters {
   stripe: Stripe;
   payments: PaymentProvider;
   accounts: AccountsClient;
-  now: () => Date;
+  clock: Clock;
 }
 
 export function billingAdapters(
@@ -52,17 +54,17 @@ export function billingAdapters(
     accounts:
       overrides.accounts ??
       createAccountsClient({ baseUrl: config.ACCOUNTS_URL, timeoutMs: config.ACCOUNTS_TIMEOUT_MS }),
-    now: overrides.now ?? (() => new Date()),
+    clock: overrides.clock ?? systemClock,
   };
 }
 
-export function billingDeps(context: BillingContext, now: () => Date): BillingDeps {
+export function billingDeps(context: BillingContext, clock: Clock): BillingDeps {
   return {
     db: context.database.db,
     settings: billingSettings(context.config),
     publisher: createOutboxPublisher(context.config.QUEUE_NAME_PREFIX),
     logger: context.logger,
-    now,
+    clock,
   };
 }
 
@@ -75,7 +77,7 @@ export function composeBilling(
   overrides: Partial<BillingAdapters> = {},
 ): ComposedService & { deps: BillingDeps } {
   const adapters = billingAdapters(context.config, overrides);
-  const deps = billingDeps(context, adapters.now);
+  const deps = billingDeps(context, adapters.clock);
   return {
     app: createApp(context, adapters, deps),
     deps,
@@ -118,7 +120,7 @@ async function startBillingWorkers(context: BillingContext, deps: BillingDeps): 
     logger.child({ component: "storage-billing" }),
   );
   const stopLagGauge = onScrape(async () =>
-    metrics.meteringLag.set(await meteringLagSeconds(database.db, deps.now())),
+    metrics.meteringLag.set(await meteringLagSeconds(database.db, deps.clock.now())),
   );
   // Timers first, so no pass starts against a closing database; then the consumer and relay.
   return [() => metering.stop(), () => audit.stop(), () => storage.stop(), stopLagGauge, ...events.closers];

@@ -1,6 +1,6 @@
 import { and, asc, eq, isNull, lte, sql } from "drizzle-orm";
 import type { Database, Transaction } from "@cgs/shared";
-import type { StoredPreferences } from "../domain/preferences";
+import type { StoredPreferences } from "./stored-preferences";
 import { accountsTable, purgedAccountsTable, type AccountRow, type PurgedAccountRow } from "./account-tables";
 import type * as schema from "./schema";
 

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { check, index, integer, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
-import type { StoredPreferences } from "../domain/preferences";
+import type { StoredPreferences } from "./stored-preferences";
 
 /** One row per identity-provider user, created on the user's first authenticated request. */
 export const accountsTable = pgTable(

@@ -1,21 +1,15 @@
 import { AppError } from "@cgs/shared";
+import {
+  CODECS,
+  FRAME_RATES,
+  RESOLUTIONS,
+  type Preferences,
+  type StoredPreferences,
+} from "../data/stored-preferences";
 
-export const RESOLUTIONS = ["1280x720", "1920x1080", "2560x1440", "3840x2160"] as const;
-export const FRAME_RATES = [30, 60, 120] as const;
-export const CODECS = ["h264", "h265", "av1"] as const;
+export type { Preferences, StoredPreferences };
+
 const REGION_PATTERN = /^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$/;
-
-/** The Preferences schema of openapi.json; every field has a default. */
-export interface Preferences {
-  resolution: (typeof RESOLUTIONS)[number];
-  fps: (typeof FRAME_RATES)[number];
-  bitrateKbps: number;
-  codec: (typeof CODECS)[number];
-  region: string;
-  idleTimeoutMinutes: number;
-}
-
-export type StoredPreferences = Partial<Preferences>;
 
 export const DEFAULT_PREFERENCES: Readonly<Preferences> = Object.freeze({
   resolution: "1920x1080",

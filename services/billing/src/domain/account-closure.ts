@@ -17,6 +17,6 @@ export async function closeWallet(
   if (!wallet || wallet.status === "closed") return;
   const holds = await lockActiveHoldsOfAccount(tx, accountId);
   for (const hold of holds) await releaseHoldInTransaction(tx, wallet, hold);
-  await markWalletClosed(tx, accountId, deps.now());
+  await markWalletClosed(tx, accountId, deps.clock.now());
   deps.logger.info({ accountId, balance: wallet.balance }, "wallet closed on account purge");
 }

@@ -1,4 +1,4 @@
-import type { ComponentLogger, OutboxPublisher } from "@cgs/shared";
+import type { Clock, ComponentLogger, OutboxPublisher } from "@cgs/shared";
 import type { BillingConfig } from "../config";
 import type { BillingDatabase } from "../data/wallet-repository";
 import type { StorageTierName, StorageTiers } from "./storage-tiers";
@@ -38,5 +38,5 @@ export interface BillingDeps {
   settings: BillingSettings;
   publisher: OutboxPublisher;
   logger: ComponentLogger;
-  now: () => Date;
+  clock: Clock;
 }

@@ -12,7 +12,7 @@ const PER_EVENT = 100;
  * billed minute are left out (their start may still be on its way through the queues).
  */
 export async function auditRunningSessions(deps: BillingDeps): Promise<number> {
-  const startedBefore = new Date(deps.now().getTime() - deps.settings.minuteMs);
+  const startedBefore = new Date(deps.clock.now().getTime() - deps.settings.minuteMs);
   let asked = 0;
   let after: string | undefined;
   for (;;) {

@@ -44,7 +44,7 @@ describe("metering, holds, storage and purge (real PostgreSQL, controlled clock)
       settings: billingSettings(billingTestConfig({})),
       publisher: createOutboxPublisher("test-metering-"),
       logger: pino({ level: "silent" }),
-      now: clock.now,
+      clock,
     };
     handlers = billingEventHandlers(deps);
   });
@@ -383,7 +383,7 @@ describe("metering, holds, storage and purge (real PostgreSQL, controlled clock)
         .from(ledgerEntriesTable)
         .where(and(eq(ledgerEntriesTable.accountId, accountId), eq(ledgerEntriesTable.kind, "storage")));
       expect(charges.map((c) => c.reference)).toEqual([`storage:${accountId}:2026-11`]);
-      const december = { ...deps, now: () => new Date("2026-12-01T00:05:00Z") };
+      const december = { ...deps, clock: { now: () => new Date("2026-12-01T00:05:00Z") } };
       await chargeStoragePeriods(december);
       await chargeStoragePeriods(december);
       expect((await wallet(accountId)).balance).toBe(800);

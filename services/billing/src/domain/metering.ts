@@ -83,7 +83,7 @@ async function signalExhaustion(ctx: ChargeContext): Promise<void> {
   if (session.status !== "running" || session.exhaustedAt) return;
   const available = wallet.balance - (wallet.held - (hold?.remaining ?? 0));
   if (available >= session.ratePerMinute) return;
-  session.exhaustedAt = deps.now();
+  session.exhaustedAt = deps.clock.now();
   const event: EventEnvelope<"credits.exhausted"> = createEvent("credits.exhausted", session.accountId, {
     sessionId: session.sessionId,
     balance: wallet.balance,
@@ -163,7 +163,7 @@ export async function startMetering(
 ): Promise<void> {
   if (!(await recordMeteredSession(tx, deps, start))) return;
   const session = await lockMeteredSession(tx, start.sessionId);
-  if (session) await chargeDue(tx, deps, session, deps.now());
+  if (session) await chargeDue(tx, deps, session, deps.clock.now());
 }
 
 /**
@@ -301,7 +301,7 @@ export interface MeteringPass {
  * session at once, and lock wallets in one order (no deadlocks between replicas).
  */
 export async function meterRunningSessions(deps: BillingDeps, maxBatches = 1_000): Promise<MeteringPass> {
-  const now = deps.now();
+  const now = deps.clock.now();
   const pass: MeteringPass = { sessions: 0, batches: 0 };
   const outByCurrency = new Map<string, number>();
   while (pass.batches < maxBatches) {
@@ -343,7 +343,7 @@ export async function meterRunningSessions(deps: BillingDeps, maxBatches = 1_000
 
 /** Holds whose session never reported started or failed (a crashed start) go back to the wallet. */
 export async function releaseExpiredHolds(deps: BillingDeps): Promise<number> {
-  const cutoff = new Date(deps.now().getTime() - deps.settings.holdTtlMs);
+  const cutoff = new Date(deps.clock.now().getTime() - deps.settings.holdTtlMs);
   const stale = await listExpiredHolds(deps.db, cutoff, 500);
   let released = 0;
   for (const row of stale) {

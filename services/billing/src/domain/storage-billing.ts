@@ -38,7 +38,7 @@ export async function chargeStoragePeriod(
     });
     status = posted.applied || posted.reason === "duplicate" ? "paid" : "unpaid";
   }
-  const now = deps.now();
+  const now = deps.clock.now();
   await saveStoragePeriod(tx, {
     accountId: wallet.accountId,
     periodStart: period.start,
@@ -60,7 +60,7 @@ export async function chargeStoragePeriod(
  * gets a charge attempt. Wallets are locked one at a time; replicas skip wallets another holds.
  */
 export async function chargeStoragePeriods(deps: BillingDeps): Promise<{ paid: number; unpaid: number }> {
-  const period = billingPeriodAt(deps.now());
+  const period = billingPeriodAt(deps.clock.now());
   const paidTiers = Object.values(deps.settings.storageTiers)
     .filter((t) => t.pricePerPeriod > 0)
     .map((t) => t.tier);
@@ -95,7 +95,7 @@ export interface StorageBilling {
 export async function getStorageBilling(
   deps: BillingDeps,
   wallet: WalletRow,
-  at: Date = deps.now(),
+  at: Date = deps.clock.now(),
 ): Promise<StorageBilling> {
   const period = billingPeriodAt(at);
   const tier =

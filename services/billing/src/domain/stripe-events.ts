@@ -169,12 +169,12 @@ async function applyPaidCheckout(ctx: EventContext): Promise<StripeEventOutcome>
   if (!posted.applied) return "already_credited";
   await updateTopup(tx, topup.id, {
     status: "paid",
-    paidAt: deps.now(),
+    paidAt: deps.clock.now(),
     checkoutSessionId,
     paymentIntentId: paymentIntentId ?? null,
   });
   // Money arrived: an unpaid storage period can be settled now rather than at the next storage pass.
-  await chargeStoragePeriod(tx, deps, wallet, billingPeriodAt(deps.now()));
+  await chargeStoragePeriod(tx, deps, wallet, billingPeriodAt(deps.clock.now()));
   deps.logger.info({ accountId: topup.accountId, checkoutSessionId, amount, settled }, "top-up credited");
   return "credited";
 }
@@ -292,7 +292,7 @@ async function applyDisputeClosed(ctx: EventContext): Promise<StripeEventOutcome
   const existing = await lockDispute(tx, disputeId);
   if (existing?.status !== "open") return "already_closed";
   const lost = recorded.status === "lost";
-  await closeDispute(tx, disputeId, lost ? "lost" : "won", deps.now());
+  await closeDispute(tx, disputeId, lost ? "lost" : "won", deps.clock.now());
   if (!lost) return "dispute_won";
   const due = Math.min(amount, topup.amount - topup.refundedAmount);
   if (due > 0) {

@@ -1,4 +1,4 @@
-import { createOutboxPublisher } from "@cgs/shared";
+import { createOutboxPublisher, systemClock } from "@cgs/shared";
 import { randomUUID } from "node:crypto";
 import { eq, sql } from "drizzle-orm";
 import pino from "pino";
@@ -25,7 +25,7 @@ describe("wallet and ledger under concurrency (real PostgreSQL)", () => {
       settings: billingSettings(billingTestConfig({ STORAGE_DEFAULT_TIER: "none" })),
       publisher: createOutboxPublisher(),
       logger: pino({ level: "silent" }),
-      now: () => new Date(),
+      clock: systemClock,
     };
   });
   afterAll(() => fixture.close());

@@ -25,7 +25,7 @@ export async function ensureWalletCreated(
   });
   if (!created) return;
   const wallet = await lockWallet(tx, accountId);
-  if (wallet) await chargeStoragePeriod(tx, deps, wallet, billingPeriodAt(deps.now()));
+  if (wallet) await chargeStoragePeriod(tx, deps, wallet, billingPeriodAt(deps.clock.now()));
 }
 
 /** Locks the account's wallet for the rest of the transaction, creating it on first contact. */

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { eq } from "drizzle-orm";
 import pino from "pino";
-import { toAppError, createOutboxPublisher } from "@cgs/shared";
+import { toAppError, createOutboxPublisher, systemClock } from "@cgs/shared";
 import { startOwnPostgres, type OwnPostgres } from "@cgs/shared/testing/own-postgres";
 import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
 import { startTestAccounts, type TestAccountsServer } from "../../../../test/harnesses/accounts-server";
@@ -37,7 +37,7 @@ beforeAll(async () => {
     settings: billingSettings(billingTestConfig({ STORAGE_DEFAULT_TIER: "none" })),
     publisher: createOutboxPublisher(),
     logger: pino({ level: "silent" }),
-    now: () => new Date(),
+    clock: systemClock,
   };
   idp = await startTestIdentityProvider();
   accounts = await startTestAccounts({

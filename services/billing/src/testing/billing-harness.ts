@@ -137,7 +137,7 @@ export async function startBillingTestService(
     database: fixture.database,
     verifier: createJwtVerifier(oidcSettings(config)),
   };
-  const { app, deps } = composeBilling(context, { now: clock.now, ...options.adapters });
+  const { app, deps } = composeBilling(context, { clock, ...options.adapters });
   const running = await startServer(app, { port: options.port ?? 0, logger, shutdownGraceMs: 1_000 });
   return {
     url: running.url,

@@ -10,6 +10,7 @@ import {
   serviceQueueNames,
   type QueueUrlResolver,
   createOutboxPublisher,
+  systemClock,
 } from "@cgs/shared";
 import { createTestSqsClient } from "@cgs/shared/testing/queue";
 import { billingSettings, type BillingDeps } from "../domain/billing-deps";
@@ -118,7 +119,7 @@ export async function openBillingProcessFixture(options: {
     settings: billingSettings(billingTestConfig({ STORAGE_DEFAULT_TIER: "none" })),
     publisher: createOutboxPublisher(),
     logger: pino({ level: "silent" }),
-    now: () => new Date(),
+    clock: systemClock,
   };
   for (const name of [billingQueue, sessionsQueue]) {
     await ensureQueue(sqs, name, {
