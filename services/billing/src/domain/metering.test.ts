@@ -367,7 +367,7 @@ describe("metering, holds, storage and purge (real PostgreSQL, controlled clock)
     const sessionId = `s-${randomUUID()}`;
     // Holds are stamped by the database clock; move the test clock past the TTL from real now.
     await authorizeStart(deps, accountId, { sessionId, ratePerMinute: RATE, currency: "USD" });
-    const later = { ...deps, now: () => new Date(Date.now() + deps.settings.holdTtlMs + MINUTE) };
+    const later = { ...deps, clock: { now: () => new Date(Date.now() + deps.settings.holdTtlMs + MINUTE) } };
     expect(await releaseExpiredHolds(deps)).toBe(0);
     expect(await releaseExpiredHolds(later)).toBeGreaterThanOrEqual(1);
     expect((await wallet(accountId)).held).toBe(0);

@@ -45,6 +45,8 @@ export function billingProcess(options: BillingProcessOptions): BillingProcess {
     NODE_ENV: "test",
     LOG_LEVEL: "warn",
     PORT: "0",
+    // Any free port: the default (PORT + 1000) is one fixed port, so two billing processes of parallel tests collided.
+    METRICS_PORT: "0",
     DATABASE_URL: options.databaseUrl,
     AWS_REGION: process.env.AWS_REGION || "us-east-1",
     AWS_ENDPOINT_URL: process.env.SQS_ENDPOINT || process.env.AWS_ENDPOINT_URL || "http://127.0.0.1:5000",
