@@ -2,9 +2,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { sql } from "drizzle-orm";
+import { startCuttableProxy } from "../testing/cuttable-proxy";
 import { createTestDatabase, openTestDatabase, testDatabaseKinds } from "../testing/db";
 import { handledEventsTable, testSchema } from "../testing/test-schema";
 import { testMigrationsFolder } from "../testing/test-migrations";
+import { toAppError } from "../errors";
 import { openDatabase } from "./open-database";
 
 const migrationsFolder = testMigrationsFolder;
@@ -99,6 +101,44 @@ describe("openDatabase start-up", () => {
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("when the connection dies as a transaction begins, then the request fails as unavailable and the pool slot comes back", async () => {
+    const created = await createTestDatabase("shared_begin_drop");
+    const target = new URL(created.url);
+    const proxy = await startCuttableProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    const viaProxy = new URL(created.url);
+    viaProxy.port = String(proxy.port);
+    // One connection: if the dead one were never handed back, the next transaction would wait for a slot forever.
+    const database = await openDatabase({
+      url: viaProxy.toString(),
+      schema: testSchema,
+      migrationsFolder,
+      pool: { max: 1, connectionTimeoutMs: 2_000 },
+    });
+    const record = (eventId: string) =>
+      database.withTransaction((tx) =>
+        tx.insert(handledEventsTable).values({ eventId, eventType: "session.started" }),
+      );
+    try {
+      await record("5a0f6f2e-1b7c-4b8e-9d55-3c2a7e9b0a01");
+      proxy.dropOnNextRequest();
+      const failed = await record("5a0f6f2e-1b7c-4b8e-9d55-3c2a7e9b0a02").then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(toAppError(failed)).toMatchObject({ code: "UNAVAILABLE", status: 503 });
+      await record("5a0f6f2e-1b7c-4b8e-9d55-3c2a7e9b0a03");
+      const rows = await database.db.select().from(handledEventsTable);
+      expect(rows.map((r) => r.eventId).sort()).toEqual([
+        "5a0f6f2e-1b7c-4b8e-9d55-3c2a7e9b0a01",
+        "5a0f6f2e-1b7c-4b8e-9d55-3c2a7e9b0a03",
+      ]);
+    } finally {
+      await database.close();
+      await proxy.close();
+      await created.drop();
     }
   });
 

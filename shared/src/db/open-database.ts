@@ -5,7 +5,7 @@ import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { drizzle as drizzleNodePg } from "drizzle-orm/node-postgres";
 import { migrate as migrateNodePg } from "drizzle-orm/node-postgres/migrator";
-import { Pool } from "pg";
+import { Pool, type PoolClient } from "pg";
 import { silentLogger, type ComponentLogger } from "./component-logger";
 import type { Database, DatabaseKind, DatabaseSchema, Transaction } from "./database-types";
 
@@ -103,7 +103,42 @@ async function openPostgres<TSchema extends DatabaseSchema>(
   logger.info({ kind: "postgres" }, "database migrated");
 
   const db = drizzleNodePg(pool, { schema: options.schema }) as unknown as Database<TSchema>;
+  db.transaction = poolSafeTransaction(pool, options.schema);
   return wrap(db, "postgres", () => pool.end());
+}
+
+/**
+ * `db.transaction` for a pool, with the connection's return guaranteed. Drizzle's own version (0.45) sends BEGIN
+ * before its try/finally, so a connection that dies at BEGIN (the server restarting, a network cut) is never
+ * released: each such failure leaks one pool slot until every later request waits out the connection timeout.
+ * Here the checked-out client runs Drizzle's transaction on itself (which never releases), and this function
+ * releases it on every path, discarding it unless it is back outside any transaction.
+ */
+function poolSafeTransaction<TSchema extends DatabaseSchema>(
+  pool: Pool,
+  schema: TSchema,
+): Database<TSchema>["transaction"] {
+  // One Drizzle instance per physical connection, built on its first transaction and reused after.
+  const onClient = new WeakMap<PoolClient, Database<TSchema>>();
+  return async (work, config) => {
+    const client = await pool.connect();
+    let discard: Error | undefined;
+    try {
+      let clientDb = onClient.get(client);
+      if (!clientDb) {
+        clientDb = drizzleNodePg(client, { schema }) as unknown as Database<TSchema>;
+        onClient.set(client, clientDb);
+      }
+      return await clientDb.transaction(work, config);
+    } catch (err) {
+      if (client.getTransactionStatus() !== "I") {
+        discard = err instanceof Error ? err : new Error(String(err));
+      }
+      throw err;
+    } finally {
+      client.release(discard);
+    }
+  };
 }
 
 async function openPglite<TSchema extends DatabaseSchema>(
