@@ -1,11 +1,14 @@
 import http from "node:http";
-import express, { type Express, type Request, type RequestHandler, type Response } from "express";
+import { trace } from "@opentelemetry/api";
+import express, { type Request, type RequestHandler, type Response } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
 import type { Logger } from "pino";
 import {
   AppError,
   createBaseApp,
+  errorHandler,
   extractToken,
+  frontHandlers,
   HEADERS,
   installErrorHandlers,
   isIdentityOutage,
@@ -22,6 +25,7 @@ import { createRateLimiters, type RedisCommandSender } from "./http/rate-limit-m
 import { bearerChallenge, protectedResourceMetadata } from "./http/protected-resource-metadata";
 import { securityHeaders } from "./http/security-headers";
 import { createUpstreamProxy } from "./http/upstream-proxy";
+import { handlerChain } from "./http/handler-chain";
 import { createOidcClient, type OidcClient } from "./portal/oidc-login";
 import { portalCookieSecret } from "./portal/portal-config";
 import { portalRoutes } from "./portal/portal-routes";
@@ -75,9 +79,10 @@ const routeOf = (res: Response): RouteEntry => {
 /**
  * The one origin: serves /openapi.json and GET /api/v1/health, and for every other documented
  * /api/v1 operation resolves the route, authenticates, rate-limits, validates against openapi.json
- * and forwards to the owning service. Never listens.
+ * and forwards to the owning service. Everything outside /api/ (the portal, probes, metadata) is an Express
+ * app; /api/ requests run one fixed handler chain with the same handlers (see handler-chain.ts). Never listens.
  */
-export function createApp(deps: GatewayDeps): Express {
+export function createApp(deps: GatewayDeps): http.RequestListener {
   const { config, logger, verifier } = deps;
   const doc = deps.openapi ?? loadOpenApiDocument();
   const table = buildRouteTable(doc, upstreamsFromConfig(config));
@@ -113,20 +118,17 @@ export function createApp(deps: GatewayDeps): Express {
         : undefined,
     );
 
+  const metricsRoute = (_req: Request, res: Response) => (res.locals as GatewayLocals).route?.path;
   const app = createBaseApp({
     logger,
     readiness,
     jsonLimit: false,
     trustProxy: config.TRUST_PROXY,
-    metricsRoute: (_req, res) => (res.locals as GatewayLocals).route?.path,
+    metricsRoute,
     beforeProbes: hideReadinessFromPublic,
   });
-  app.use(securityHeaders(config.PUBLIC_BASE_URL));
-  // The API goes first so its requests never walk the portal's routes; mounted at the root (not at "/api")
-  // so req.path and req.originalUrl stay the full documented path.
-  // Its handlers are added below, once they are defined.
-  const api = express.Router();
-  app.use((req, res, next) => (req.path.startsWith("/api/") ? api(req, res, next) : next()));
+  const withSecurityHeaders = securityHeaders(config.PUBLIC_BASE_URL);
+  app.use(withSecurityHeaders);
 
   const cookieSecret = portalCookieSecret(config);
   const oidc =
@@ -177,6 +179,12 @@ export function createApp(deps: GatewayDeps): Express {
     const match = table.match(req.method, req.path);
     if (match.kind === "found") {
       (res.locals as GatewayLocals).route = match.route;
+      // The server span is named by the documented route, so traces group by operation.
+      const span = trace.getActiveSpan();
+      if (span) {
+        span.updateName(`${match.route.method} ${match.route.path}`);
+        span.setAttribute("http.route", match.route.path);
+      }
       next();
       return;
     }
@@ -324,8 +332,22 @@ export function createApp(deps: GatewayDeps): Express {
     });
   };
 
-  api.use(resolveRoute, gatewayOwned, authenticate, limit, parseBody, validate, perEmail, proxy);
-  api.use(bearerChallenge(config.PUBLIC_BASE_URL));
   installErrorHandlers(app, { logger });
-  return app;
+  const api = handlerChain(
+    app,
+    [
+      ...frontHandlers({ logger, metricsRoute }),
+      withSecurityHeaders,
+      resolveRoute,
+      gatewayOwned,
+      authenticate,
+      limit,
+      parseBody,
+      validate,
+      perEmail,
+      proxy,
+    ],
+    [bearerChallenge(config.PUBLIC_BASE_URL), errorHandler({ logger })],
+  );
+  return (req, res) => ((req.url ?? "").startsWith("/api/") ? api(req, res) : app(req, res));
 }

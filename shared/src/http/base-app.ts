@@ -34,12 +34,23 @@ export function createBaseApp({
   app.disable("x-powered-by");
   app.set("trust proxy", trustProxy);
   app.set("query parser", "simple");
-  app.use(metricsMiddleware(metricsRoute));
-  app.use(loggingMiddleware(logger));
+  app.use(...frontHandlers({ logger, metricsRoute }));
   if (beforeProbes) app.use(beforeProbes);
   app.use(healthRoutes(readiness));
   if (jsonLimit !== false) app.use(express.json({ limit: jsonLimit }));
   return app;
+}
+
+/**
+ * What every request passes first, in order: its metrics (count and duration by route template) and its request
+ * id with the access log line. createBaseApp mounts them; a listener that answers some requests outside Express
+ * (the gateway's API) runs the same two.
+ */
+export function frontHandlers({
+  logger,
+  metricsRoute,
+}: Pick<BaseAppOptions, "logger" | "metricsRoute">): RequestHandler[] {
+  return [metricsMiddleware(metricsRoute), loggingMiddleware(logger)];
 }
 
 /** Unknown routes -> 404 NOT_FOUND, then the one error middleware. Call after mounting every route. */
