@@ -13,6 +13,9 @@ bash test/peers/bench-tools.sh
 eval "$(bash test/peers/up.sh --env)"
 npx tsc -b shared gateway services/sessions services/billing services/accounts services/auth-proxy
 
+# The gateway runs on the Node the images run (node:24), not only on this machine's.
+BENCH_GATEWAY_NODE="$(bash test/peers/node24.sh)/node"
+export BENCH_GATEWAY_NODE
 rows="$(mktemp -t bench-rows.XXXXXX.jsonl)"
 export BENCH_RESULTS_FILE="$rows"
 export BENCH_MODE="full"

@@ -8,7 +8,8 @@
  * signature against the IdP's JWKS, per-account limits in Redis, request validation, telemetry at the sampling
  * ratio below). The same gateway without the telemetry preload gives the telemetry cost. The gateway's resident
  * size is sampled during its runs, and a soak (5 min at full load, 30 s with --quick, skipped with --no-soak)
- * samples it every 10 s. With --profile the gateway runs under `node --cpu-prof` and the profile's top
+ * samples it every 10 s. The gateway runs on BENCH_GATEWAY_NODE (npm run bench passes the images' Node 24) and once
+ * more on this script's Node for comparison. With --profile the gateway runs under `node --cpu-prof` and the profile's top
  * self-time functions are printed.
  * Needs nginx and wrk (`apt-get install nginx-light wrk`; test/run-benchmarks.sh installs them) and Redis.
  */
@@ -31,6 +32,11 @@ const RSS_EVERY_MS = 10_000;
 const CONNECTIONS = 32;
 /** The production sampling ratio the chart sets (parent-based, 10 % of new traces). */
 const SAMPLER_ARG = process.env.BENCH_SAMPLER_ARG ?? "0.1";
+/**
+ * The runtime the gateway runs on: the images' (Node 24, from test/peers/node24.sh, which npm run bench passes
+ * here) unless told otherwise; the same build on this process's Node is measured too, for comparison.
+ */
+const GATEWAY_NODE = process.env.BENCH_GATEWAY_NODE || process.execPath;
 
 export interface WrkResult {
   rps: number;
@@ -92,8 +98,13 @@ async function sampleRss<T>(
   }
 }
 
-function startNode(args: string[], env: Record<string, string>, cwd = root): ChildProcess {
-  return spawn(process.execPath, args, {
+function startNode(
+  args: string[],
+  env: Record<string, string>,
+  cwd = root,
+  nodeBin = process.execPath,
+): ChildProcess {
+  return spawn(nodeBin, args, {
     cwd,
     env: { ...process.env, ...env },
     stdio: ["ignore", "ignore", "inherit"],
@@ -190,7 +201,7 @@ function startGateway(
   upstreamUrl: string,
   idp: { issuer: string; audience: string; jwksUrl: string },
   otlpEndpoint: string,
-  options: { telemetry: boolean; cpuProfileDir?: string },
+  options: { telemetry: boolean; cpuProfileDir?: string; nodeBin?: string },
 ): ChildProcess {
   return startNode(
     [
@@ -219,7 +230,12 @@ function startGateway(
       OTEL_TRACES_SAMPLER_ARG: SAMPLER_ARG,
     },
     path.join(root, "gateway"),
+    options.nodeBin ?? GATEWAY_NODE,
   );
+}
+
+function nodeVersion(bin: string): string {
+  return spawnSync(bin, ["--version"], { encoding: "utf8" }).stdout.trim();
 }
 
 async function main(): Promise<void> {
@@ -230,6 +246,8 @@ async function main(): Promise<void> {
   const nginxUrl = await closedPortUrl();
   const gatewayUrl = await closedPortUrl();
   const plainGatewayUrl = await closedPortUrl();
+  const localGatewayUrl = await closedPortUrl();
+  let localGateway: ChildProcess | undefined;
   let upstream: ChildProcess | undefined;
   let gateway: ChildProcess | undefined;
   let plainGateway: ChildProcess | undefined;
@@ -290,13 +308,26 @@ async function main(): Promise<void> {
       wrk(`${plainGatewayUrl}${path_}`, token),
     );
 
+    await stop(plainGateway);
+    // The same build, every check and telemetry on, on the Node that runs this script (the machine's).
+    let onLocalNode: WrkResult | undefined;
+    if (GATEWAY_NODE !== process.execPath) {
+      localGateway = startGateway(localGatewayUrl, upstreamUrl, idp, traces.endpoint, {
+        telemetry: true,
+        nodeBin: process.execPath,
+      });
+      await waitFor(`${localGatewayUrl}/api/v1/health`, localGateway);
+      await wrk(`${localGatewayUrl}${path_}`, token, 2);
+      onLocalNode = await wrk(`${localGatewayUrl}${path_}`, token);
+    }
+
     const rps = (r: WrkResult) => `${formatNumber(r.rps)} req/s`;
     const lat = (r: WrkResult) => `p50 ${formatNumber(r.p50ms, 2)} ms, p99 ${formatNumber(r.p99ms, 2)} ms`;
     const errors = (r: WrkResult) => (r.non2xx ? `, ${r.non2xx} non-2xx` : "");
     const nginxBase = `nginx ${rps(viaNginx)}`;
     const peak = (xs: number[]) => Math.max(...xs.filter(Number.isFinite));
     reportRows(
-      `Gateway over a fixed-body upstream (wrk -t2 -c${CONNECTIONS} -d${SECONDS}s, sampler parentbased_traceidratio ${SAMPLER_ARG})`,
+      `Gateway on Node ${nodeVersion(GATEWAY_NODE)} over a fixed-body upstream (wrk -t2 -c${CONNECTIONS} -d${SECONDS}s, sampler parentbased_traceidratio ${SAMPLER_ARG})`,
       [
         {
           name: "upstream direct",
@@ -316,6 +347,16 @@ async function main(): Promise<void> {
           target: "≥ 0.20× nginx",
         },
         { name: "gateway p99 latency", value: lat(viaGateway), target: "p99 < 20 ms" },
+        ...(onLocalNode
+          ? [
+              {
+                name: `the same gateway on this machine's Node ${process.version} (telemetry on)`,
+                value: `${rps(onLocalNode)}, ${lat(onLocalNode)}${errors(onLocalNode)}`,
+                baseline: nginxBase,
+                ratio: `${formatNumber(onLocalNode.rps / viaNginx.rps, 3)}×`,
+              },
+            ]
+          : []),
         {
           name: "gateway with telemetry off (no preload)",
           value: `${rps(noTelemetry)}, ${lat(noTelemetry)}${errors(noTelemetry)}`,
@@ -350,6 +391,7 @@ async function main(): Promise<void> {
   } finally {
     await stop(gateway);
     await stop(plainGateway);
+    await stop(localGateway);
     await stop(upstream);
     if (nginxStarted) stopNginx(dir);
     await traces.close();

@@ -26,6 +26,7 @@ import { bearerChallenge, protectedResourceMetadata } from "./http/protected-res
 import { securityHeaders } from "./http/security-headers";
 import { createUpstreamProxy } from "./http/upstream-proxy";
 import { handlerChain } from "./http/handler-chain";
+import { withServerSpans } from "./http/server-span";
 import { createOidcClient, type OidcClient } from "./portal/oidc-login";
 import { portalCookieSecret } from "./portal/portal-config";
 import { portalRoutes } from "./portal/portal-routes";
@@ -349,5 +350,5 @@ export function createApp(deps: GatewayDeps): http.RequestListener {
     ],
     [bearerChallenge(config.PUBLIC_BASE_URL), errorHandler({ logger })],
   );
-  return (req, res) => ((req.url ?? "").startsWith("/api/") ? api(req, res) : app(req, res));
+  return withServerSpans((req, res) => ((req.url ?? "").startsWith("/api/") ? api(req, res) : app(req, res)));
 }

@@ -8,6 +8,7 @@ import {
   startMetricsServer,
   startServer,
   stopOnSignals,
+  takeOverHttpServerSpans,
 } from "@cgs/shared";
 import { createApp } from "./app";
 import { loadGatewayConfig, type GatewayConfig } from "./config";
@@ -23,6 +24,8 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  // The gateway makes its own server span per request (app.ts, withServerSpans) instead of patching node:http.
+  takeOverHttpServerSpans();
   const logger = createLogger({
     name: "gateway",
     level: config.LOG_LEVEL,

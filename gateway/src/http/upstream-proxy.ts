@@ -1,4 +1,5 @@
 import http from "node:http";
+import { context, propagation } from "@opentelemetry/api";
 import type { NextFunction, Request, Response } from "express";
 import type { Logger } from "pino";
 import { AppError, HEADERS } from "@cgs/shared";
@@ -86,6 +87,8 @@ export function upstreamRequestHeaders(
   const requestId = (res.locals as { requestId?: string }).requestId;
   if (requestId) headers[HEADERS.requestId] = requestId;
   if (target.token) headers.authorization = `Bearer ${target.token}`;
+  // The request's span continues in the service (the gateway makes its own spans; node:http is not patched).
+  propagation.inject(context.active(), headers);
   if (Buffer.isBuffer(target.body)) {
     headers["content-length"] = String(target.body.length);
   } else if (target.body === "stream") {

@@ -50,14 +50,15 @@ function spanProcessorFor(kind: TracesExporterKind): SpanProcessor {
 export function startTelemetry(options: TelemetryOptions): TelemetryOptions {
   const existing = telemetryRegistry.get();
   if (existing) return existing.options;
+  const instrumentations = createInstrumentations();
   const sdk = new NodeSDK({
     serviceName: options.serviceName,
-    instrumentations: createInstrumentations(),
+    instrumentations,
     spanProcessors: [spanProcessorFor(options.exporter)],
     metricReaders: [],
     logRecordProcessors: [],
   });
   sdk.start();
-  telemetryRegistry.set({ sdk, options });
+  telemetryRegistry.set({ sdk, options, instrumentations });
   return options;
 }
