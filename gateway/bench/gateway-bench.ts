@@ -14,9 +14,10 @@
  * Needs nginx and wrk (`apt-get install nginx-light wrk`; test/run-benchmarks.sh installs them) and Redis.
  */
 import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { parse } from "yaml";
 import { startTestIdentityProvider } from "@cgs/shared/testing/tokens";
 import { startOtlpReceiver } from "@cgs/shared/testing/tracing";
 import { formatNumber, reportRows } from "../../test/bench/results";
@@ -43,6 +44,8 @@ export interface WrkResult {
   p50ms: number;
   p99ms: number;
   non2xx: number;
+  /** Requests completed during the run. */
+  requests: number;
 }
 
 const POLL_BODY = JSON.stringify({
@@ -78,7 +81,8 @@ export async function wrk(url: string, token: string, seconds = SECONDS): Promis
   };
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(text)?.[1] ?? NaN);
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(text)?.[1] ?? 0);
-  return { rps, p50ms: pct("50"), p99ms: pct("99"), non2xx };
+  const requests = Number(/(\d+) requests in/.exec(text)?.[1] ?? NaN);
+  return { rps, p50ms: pct("50"), p99ms: pct("99"), non2xx, requests };
 }
 
 /** Samples a process's RSS every `everyMs` while `work` runs. */
@@ -103,12 +107,59 @@ function startNode(
   env: Record<string, string>,
   cwd = root,
   nodeBin = process.execPath,
+  cgroup?: string,
 ): ChildProcess {
-  return spawn(nodeBin, args, {
-    cwd,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
+  const options = { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "inherit"] as const };
+  // The shell joins the cgroup, then becomes node: the pid (and so RSS and CPU) is node's.
+  return cgroup
+    ? spawn("sh", ["-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup, nodeBin, ...args], options)
+    : spawn(nodeBin, args, options);
+}
+
+/** "512Mi" → bytes. */
+function quantityBytes(quantity: string): number {
+  const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(quantity);
+  if (!m) throw new Error(`unsupported memory quantity ${quantity}`);
+  return Number(m[1]) * { Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, "": 1 }[m[2] ?? ""]!;
+}
+
+interface ChartValues {
+  serviceDefaults?: { resources?: { limits?: { memory?: string } } };
+  services?: { gateway?: { resources?: { limits?: { memory?: string } }; env?: Record<string, string> } };
+}
+
+/**
+ * How the prod chart runs the gateway: its container's memory limit (its own, else the services' default) and
+ * its NODE_OPTIONS, from values.yaml overlaid with values-prod.yaml, the way helm merges them.
+ */
+function productionGateway(): { memoryLimit: string; nodeOptions: string } {
+  const read = (file: string) =>
+    parse(readFileSync(path.join(root, "charts", "cgs-platform", file), "utf8")) as ChartValues;
+  const layers = [read("values.yaml"), read("values-prod.yaml")];
+  const last = <T>(pick: (v: ChartValues) => T | undefined): T | undefined =>
+    layers.map(pick).reduce<T | undefined>((found, value) => value ?? found, undefined);
+  const memoryLimit =
+    last((v) => v.services?.gateway?.resources?.limits?.memory) ??
+    last((v) => v.serviceDefaults?.resources?.limits?.memory);
+  if (!memoryLimit) throw new Error("the chart sets no memory limit for the gateway");
+  return { memoryLimit, nodeOptions: last((v) => v.services?.gateway?.env?.NODE_OPTIONS) ?? "" };
+}
+
+/**
+ * A memory cgroup (v1) with the pod's limit, so Node sizes its heap from the limit as it does in the pod
+ * (on a 24 GiB machine it would size it from the machine). Undefined where the machine does not allow one.
+ */
+function memoryCgroup(limitBytes: number): string | undefined {
+  try {
+    const own = /^\d+:memory:(.*)$/m.exec(readFileSync("/proc/self/cgroup", "utf8"))?.[1];
+    if (own === undefined) return undefined;
+    const dir = path.join("/sys/fs/cgroup/memory", own, `cgs-gateway-bench-${process.pid}`);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, "memory.limit_in_bytes"), String(limitBytes));
+    return dir;
+  } catch {
+    return undefined;
+  }
 }
 
 async function waitFor(url: string, child?: ChildProcess): Promise<void> {
@@ -125,6 +176,27 @@ async function waitFor(url: string, child?: ChildProcess): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`${url} did not answer`);
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (clock ticks of 10 ms). */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** CPU time the processes spend per request of `work`'s wrk run, in µs: robust to other load on the machine. */
+async function cpuPerRequest(pids: number[], work: () => Promise<WrkResult>): Promise<[WrkResult, number]> {
+  const total = () => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+  const before = total();
+  const result = await work();
+  return [result, ((total() - before) * 1e6) / result.requests];
+}
+
+function nginxPids(dir: string): number[] {
+  const master = Number(readFileSync(path.join(dir, "nginx.pid"), "utf8").trim());
+  const children = spawnSync("pgrep", ["-P", String(master)], { encoding: "utf8" }).stdout;
+  return [master, ...children.split(/\s+/).filter(Boolean).map(Number)];
 }
 
 function rssMb(pid: number): number {
@@ -201,7 +273,13 @@ function startGateway(
   upstreamUrl: string,
   idp: { issuer: string; audience: string; jwksUrl: string },
   otlpEndpoint: string,
-  options: { telemetry: boolean; cpuProfileDir?: string; nodeBin?: string },
+  options: {
+    telemetry: boolean;
+    cpuProfileDir?: string;
+    nodeBin?: string;
+    cgroup?: string;
+    nodeOptions: string;
+  },
 ): ChildProcess {
   return startNode(
     [
@@ -210,10 +288,11 @@ function startGateway(
       "dist/main.js",
     ],
     {
+      NODE_OPTIONS: options.nodeOptions,
       PORT: new URL(url).port,
       METRICS_PORT: "0",
       NODE_ENV: "development",
-      LOG_LEVEL: "info",
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "info",
       OIDC_ISSUER: idp.issuer,
       OIDC_AUDIENCE: idp.audience,
       OIDC_JWKS_URL: idp.jwksUrl,
@@ -231,6 +310,7 @@ function startGateway(
     },
     path.join(root, "gateway"),
     options.nodeBin ?? GATEWAY_NODE,
+    options.cgroup,
   );
 }
 
@@ -253,6 +333,8 @@ async function main(): Promise<void> {
   let plainGateway: ChildProcess | undefined;
   let nginxStarted = false;
   const path_ = "/api/v1/sessions/poll";
+  const { memoryLimit, nodeOptions } = productionGateway();
+  const cgroup = memoryCgroup(quantityBytes(memoryLimit));
   try {
     upstream = startNode(
       [
@@ -271,6 +353,8 @@ async function main(): Promise<void> {
     gateway = startGateway(gatewayUrl, upstreamUrl, idp, traces.endpoint, {
       telemetry: true,
       cpuProfileDir: profile ? dir : undefined,
+      cgroup,
+      nodeOptions,
     });
     await waitFor(`${gatewayUrl}/api/v1/health`, gateway);
     const token = await idp.sign({ sub: `bench-${Date.now()}`, azp: "cgs-portal", typ: "Bearer" });
@@ -280,11 +364,12 @@ async function main(): Promise<void> {
     await wrk(`${gatewayUrl}${path_}`, token, 2);
 
     const direct = await wrk(`${upstreamUrl}${path_}`, token);
-    const viaNginx = await wrk(`${nginxUrl}${path_}`, token);
+    const [viaNginx, nginxCpu] = await cpuPerRequest(nginxPids(dir), () => wrk(`${nginxUrl}${path_}`, token));
     const pid = gateway.pid!;
-    const { result: viaGateway, rss: runRss } = await sampleRss(pid, 250, () =>
-      wrk(`${gatewayUrl}${path_}`, token),
-    );
+    const {
+      result: [viaGateway, gatewayCpu],
+      rss: runRss,
+    } = await sampleRss(pid, 250, () => cpuPerRequest([pid], () => wrk(`${gatewayUrl}${path_}`, token)));
     const soaked = soak
       ? await sampleRss(pid, RSS_EVERY_MS, () => wrk(`${gatewayUrl}${path_}`, token, SOAK_SECONDS))
       : undefined;
@@ -301,7 +386,11 @@ async function main(): Promise<void> {
     }
 
     // The same build without the telemetry preload: the difference is what telemetry costs.
-    plainGateway = startGateway(plainGatewayUrl, upstreamUrl, idp, traces.endpoint, { telemetry: false });
+    plainGateway = startGateway(plainGatewayUrl, upstreamUrl, idp, traces.endpoint, {
+      telemetry: false,
+      cgroup,
+      nodeOptions,
+    });
     await waitFor(`${plainGatewayUrl}/api/v1/health`, plainGateway);
     await wrk(`${plainGatewayUrl}${path_}`, token, 2);
     const { result: noTelemetry, rss: plainRss } = await sampleRss(plainGateway.pid!, 250, () =>
@@ -315,6 +404,8 @@ async function main(): Promise<void> {
       localGateway = startGateway(localGatewayUrl, upstreamUrl, idp, traces.endpoint, {
         telemetry: true,
         nodeBin: process.execPath,
+        cgroup,
+        nodeOptions,
       });
       await waitFor(`${localGatewayUrl}/api/v1/health`, localGateway);
       await wrk(`${localGatewayUrl}${path_}`, token, 2);
@@ -327,7 +418,7 @@ async function main(): Promise<void> {
     const nginxBase = `nginx ${rps(viaNginx)}`;
     const peak = (xs: number[]) => Math.max(...xs.filter(Number.isFinite));
     reportRows(
-      `Gateway on Node ${nodeVersion(GATEWAY_NODE)} over a fixed-body upstream (wrk -t2 -c${CONNECTIONS} -d${SECONDS}s, sampler parentbased_traceidratio ${SAMPLER_ARG})`,
+      `Gateway on Node ${nodeVersion(GATEWAY_NODE)} over a fixed-body upstream (wrk -t2 -c${CONNECTIONS} -d${SECONDS}s, sampler parentbased_traceidratio ${SAMPLER_ARG}, ${cgroup ? `in a ${memoryLimit} memory cgroup, the prod chart's limit` : "no memory limit: this machine allows no memory cgroup"}, NODE_OPTIONS ${nodeOptions || "none"})`,
       [
         {
           name: "upstream direct",
@@ -347,6 +438,12 @@ async function main(): Promise<void> {
           target: "≥ 0.20× nginx",
         },
         { name: "gateway p99 latency", value: lat(viaGateway), target: "p99 < 20 ms" },
+        {
+          name: "gateway CPU per request (telemetry on)",
+          value: `${formatNumber(gatewayCpu)} µs`,
+          baseline: `nginx ${formatNumber(nginxCpu)} µs`,
+          ratio: `${formatNumber(gatewayCpu / nginxCpu, 1)}×`,
+        },
         ...(onLocalNode
           ? [
               {
@@ -394,6 +491,7 @@ async function main(): Promise<void> {
     await stop(localGateway);
     await stop(upstream);
     if (nginxStarted) stopNginx(dir);
+    if (cgroup) rmdirSync(cgroup);
     await traces.close();
     await idp.close();
     if (!profile) rmSync(dir, { recursive: true, force: true });

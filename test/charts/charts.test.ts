@@ -233,6 +233,12 @@ describe.each(["staging", "prod"])("chart cgs-platform with %s values", (env) =>
       OTEL_EXPORTER_OTLP_ENDPOINT: "http://cgs-otel-collector:4318",
     });
   });
+
+  it("when the gateway runs under its memory limit, then Node keeps a young generation sized for its load", () => {
+    // Sized from a 512Mi limit, V8's semi-space is about 1 MB and the gateway's CPU goes to scavenges.
+    const data = named(manifests, "ConfigMap", "cgs-gateway").data ?? {};
+    expect(data.NODE_OPTIONS).toMatch(/--max-semi-space-size=\d+/);
+  });
 });
 
 describe("chart cgs-platform replicas per environment", () => {
