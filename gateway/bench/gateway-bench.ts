@@ -329,6 +329,8 @@ async function main(): Promise<void> {
   const localGatewayUrl = await closedPortUrl();
   let localGateway: ChildProcess | undefined;
   let upstream: ChildProcess | undefined;
+  let bareProxy: ChildProcess | undefined;
+  const bareProxyUrl = await closedPortUrl();
   let gateway: ChildProcess | undefined;
   let plainGateway: ChildProcess | undefined;
   let nginxStarted = false;
@@ -349,6 +351,22 @@ async function main(): Promise<void> {
     startNginx(dir, Number(new URL(nginxUrl).port), Number(new URL(upstreamUrl).port));
     nginxStarted = true;
     await waitFor(nginxUrl);
+    // Node's own HTTP server and keep-alive client forwarding, no check at all, on the gateway's runtime: the
+    // ceiling any Node proxy reaches on this machine.
+    bareProxy = startNode(
+      [
+        "-e",
+        `const http=require("node:http");const agent=new http.Agent({keepAlive:true,maxSockets:64});` +
+          `http.createServer((req,res)=>{const up=http.request({host:"127.0.0.1",port:${new URL(upstreamUrl).port},` +
+          `path:req.url,method:req.method,headers:req.headers,agent},(u)=>{res.writeHead(u.statusCode,u.headers);` +
+          `u.pipe(res)});up.on("error",()=>{res.statusCode=502;res.end()});req.pipe(up)})` +
+          `.listen(${new URL(bareProxyUrl).port},"127.0.0.1")`,
+      ],
+      {},
+      root,
+      GATEWAY_NODE,
+    );
+    await waitFor(bareProxyUrl, bareProxy);
 
     gateway = startGateway(gatewayUrl, upstreamUrl, idp, traces.endpoint, {
       telemetry: true,
@@ -364,6 +382,9 @@ async function main(): Promise<void> {
     await wrk(`${gatewayUrl}${path_}`, token, 2);
 
     const direct = await wrk(`${upstreamUrl}${path_}`, token);
+    await wrk(`${bareProxyUrl}${path_}`, token, 2);
+    const viaBareProxy = await wrk(`${bareProxyUrl}${path_}`, token);
+    await stop(bareProxy);
     const [viaNginx, nginxCpu] = await cpuPerRequest(nginxPids(dir), () => wrk(`${nginxUrl}${path_}`, token));
     const pid = gateway.pid!;
     const {
@@ -431,11 +452,23 @@ async function main(): Promise<void> {
           value: `${rps(viaNginx)}, ${lat(viaNginx)}${errors(viaNginx)}`,
         },
         {
+          name: "bare Node proxy → upstream (node:http server and keep-alive client, no checks)",
+          value: `${rps(viaBareProxy)}, ${lat(viaBareProxy)}${errors(viaBareProxy)}`,
+          baseline: nginxBase,
+          ratio: `${formatNumber(viaBareProxy.rps / viaNginx.rps, 3)}×`,
+        },
+        {
           name: "gateway → upstream (all checks, telemetry on)",
           value: `${rps(viaGateway)}${errors(viaGateway)}`,
           baseline: nginxBase,
           ratio: `${formatNumber(viaGateway.rps / viaNginx.rps, 3)}×`,
           target: "≥ 0.20× nginx",
+        },
+        {
+          name: "gateway beside the bare Node proxy",
+          value: `${rps(viaGateway)}`,
+          baseline: `bare Node proxy ${rps(viaBareProxy)}`,
+          ratio: `${formatNumber(viaGateway.rps / viaBareProxy.rps, 2)}×`,
         },
         { name: "gateway p99 latency", value: lat(viaGateway), target: "p99 < 20 ms" },
         {
@@ -489,6 +522,7 @@ async function main(): Promise<void> {
     await stop(gateway);
     await stop(plainGateway);
     await stop(localGateway);
+    await stop(bareProxy);
     await stop(upstream);
     if (nginxStarted) stopNginx(dir);
     if (cgroup) rmdirSync(cgroup);
