@@ -2,7 +2,7 @@ import express, { type RequestHandler } from "express";
 import type Stripe from "stripe";
 import { AppError, metrics } from "@cgs/shared";
 import type { BillingDeps } from "../domain/billing-deps";
-import { applyStripeEvent } from "../domain/stripe-events";
+import { createStripeEventIntake } from "../domain/stripe-event-intake";
 import type { PaymentRefunds } from "../adapters/payment-provider";
 
 export interface StripeWebhookOptions {
@@ -17,6 +17,7 @@ export interface StripeWebhookOptions {
  * against Stripe-Signature with the endpoint secret before anything else happens.
  */
 export function stripeWebhookRoute(deps: BillingDeps, options: StripeWebhookOptions): RequestHandler[] {
+  const intake = createStripeEventIntake(deps, options.payments);
   const verify: RequestHandler = async (req, res) => {
     const started = performance.now();
     const signature = req.get("stripe-signature");
@@ -38,7 +39,7 @@ export function stripeWebhookRoute(deps: BillingDeps, options: StripeWebhookOpti
         "Stripe-Signature does not match the body, or its timestamp is outside the tolerance",
       );
     }
-    const outcome = await applyStripeEvent(deps, event, options.payments).catch((err: unknown) => {
+    const outcome = await intake.apply(event).catch((err: unknown) => {
       metrics.webhookFailures.labels("processing").inc();
       metrics.webhookDuration.labels("failed").observe((performance.now() - started) / 1000);
       throw err;
