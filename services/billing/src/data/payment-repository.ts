@@ -3,6 +3,7 @@ import { and, eq, or, sql } from "drizzle-orm";
 import type { SqlExecutor } from "@cgs/shared";
 import { disputesTable, paymentReviewsTable, stripeEventsTable, topupsTable } from "./billing-tables";
 import {
+  executePrepared,
   idList,
   insertLedgerLinesStatement,
   moveWalletsStatement,
@@ -164,7 +165,14 @@ export async function recordAndLockCheckouts(
     "event_id text, type text",
   );
   const topupIds = sql`(select jsonb_array_elements_text(${JSON.stringify(batch.topupIds)}::jsonb)::uuid)`;
-  const result = await tx.execute(sql`
+  const [row] = await executePrepared<{
+    recorded: string[];
+    topups: CheckoutTopup[];
+    wallets: CreditedWallet[];
+  }>(
+    tx,
+    "billing_record_and_lock_checkouts",
+    sql`
     with recorded as (
            insert into stripe_events (event_id, type, outcome) select c.event_id, c.type, 'pending' from ${events}
            on conflict do nothing
@@ -191,9 +199,9 @@ export async function recordAndLockCheckouts(
            (select coalesce(json_agg(json_build_object(
               'accountId', account_id, 'currency', currency, 'balance', balance, 'shortfall', shortfall,
               'status', status, 'storageTier', storage_tier, 'storagePeriodPaid', storage_period_paid)), '[]')
-              from locked_wallets) as wallets`);
-  const row = result.rows[0] as { recorded: string[]; topups: CheckoutTopup[]; wallets: CreditedWallet[] };
-  return { recorded: new Set(row.recorded), topups: row.topups, wallets: row.wallets };
+              from locked_wallets) as wallets`,
+  );
+  return { recorded: new Set(row!.recorded), topups: row!.topups, wallets: row!.wallets };
 }
 
 export interface TopupCredits {
@@ -227,7 +235,10 @@ export async function writeTopupCredits(tx: BillingTransaction, credits: TopupCr
     credits.outcomes.map((o) => ({ event_id: o.eventId, outcome: o.outcome })),
     "event_id text, outcome text",
   );
-  const result = await tx.execute(sql`
+  const [row] = await executePrepared<{ inserted: number | string }>(
+    tx,
+    "billing_write_topup_credits",
+    sql`
     with inserted as (${insertLedgerLinesStatement(credits.lines)}),
          moved as (${moveWalletsStatement(credits.moves)}),
          paid as (
@@ -237,8 +248,9 @@ export async function writeTopupCredits(tx: BillingTransaction, credits: TopupCr
          settled as (
            update stripe_events e set outcome = c.outcome from ${outcomes} where e.event_id = c.event_id),
          unrecorded as (delete from stripe_events where event_id in ${idList(credits.unrecorded)})
-    select count(*)::int as inserted from inserted`);
-  return Number((result.rows[0] as { inserted: number | string }).inserted);
+    select count(*)::int as inserted from inserted`,
+  );
+  return Number(row!.inserted);
 }
 
 export async function lockTopupByPaymentIntent(
