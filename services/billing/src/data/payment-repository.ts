@@ -164,7 +164,10 @@ export async function recordAndLockCheckouts(
     batch.events.map((e) => ({ event_id: e.eventId, type: e.type })),
     "event_id text, type text",
   );
-  const topupIds = sql`(select jsonb_array_elements_text(${JSON.stringify(batch.topupIds)}::jsonb)::uuid)`;
+  // `= any(array(...))` rather than `in (select ...)`: with the OR between them, subquery IN lists could only
+  // filter a sequential scan, while arrays let PostgreSQL combine the two indexes.
+  const topupIds = sql`array(select jsonb_array_elements_text(${JSON.stringify(batch.topupIds)}::jsonb)::uuid)`;
+  const checkoutSessionIds = sql`array(select jsonb_array_elements_text(${JSON.stringify(batch.checkoutSessionIds)}::jsonb))`;
   const [row] = await executePrepared<{
     recorded: string[];
     topups: CheckoutTopup[];
@@ -179,7 +182,7 @@ export async function recordAndLockCheckouts(
            returning event_id),
          locked_topups as (
            select id, account_id, amount, currency, status, checkout_session_id from topups
-            where (id in ${topupIds} or checkout_session_id in ${idList(batch.checkoutSessionIds)})
+            where (id = any(${topupIds}) or checkout_session_id = any(${checkoutSessionIds}))
               and exists (select 1 from recorded)
             order by id
               for update),
@@ -189,7 +192,7 @@ export async function recordAndLockCheckouts(
                            where p.account_id = w.account_id and p.status = 'paid'
                              and p.period_start = ${batch.periodStart.toISOString()}::timestamptz) as storage_period_paid
              from wallets w
-            where w.account_id in (select account_id from locked_topups)
+            where w.account_id = any(array(select account_id from locked_topups))
             order by w.account_id
               for update of w)
     select (select coalesce(json_agg(event_id), '[]') from recorded) as recorded,
