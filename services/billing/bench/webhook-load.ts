@@ -11,6 +11,8 @@ export interface LoadRequest {
 
 export interface LoadReply {
   seconds: number;
+  /** This process's CPU over the run, in ms: the generator's own share of the machine. */
+  cpuMs: number;
   failures: number;
   statuses: Record<string, number>;
 }
@@ -53,10 +55,12 @@ async function deliverAll({ url, concurrency, deliveries }: LoadRequest): Promis
     }
   };
   const began = performance.now();
+  const cpu = process.cpuUsage();
   await Promise.all(Array.from({ length: concurrency }, worker));
   const seconds = (performance.now() - began) / 1000;
+  const used = process.cpuUsage(cpu);
   agent.destroy();
-  return { seconds, failures, statuses };
+  return { seconds, cpuMs: (used.user + used.system) / 1000, failures, statuses };
 }
 
 process.on("message", (request: LoadRequest) => {
