@@ -1,8 +1,18 @@
 import { randomUUID } from "node:crypto";
-import { and, eq, or } from "drizzle-orm";
+import { and, eq, or, sql } from "drizzle-orm";
 import type { SqlExecutor } from "@cgs/shared";
 import { disputesTable, paymentReviewsTable, stripeEventsTable, topupsTable } from "./billing-tables";
-import type { BillingTransaction } from "./wallet-repository";
+import {
+  executePrepared,
+  idList,
+  insertLedgerLinesStatement,
+  moveWalletsStatement,
+  recordset,
+  type BillingTransaction,
+  type LedgerLine,
+  type WalletMove,
+  type WalletRow,
+} from "./wallet-repository";
 
 export type TopupRow = typeof topupsTable.$inferSelect;
 export type DisputeRow = typeof disputesTable.$inferSelect;
@@ -91,12 +101,16 @@ export async function storeCheckout(
   return rows.length > 0;
 }
 
+/** The top-up id a checkout carries back in its metadata, when it has the shape of one. */
+export const topupIdOf = (value: string | undefined): string | undefined =>
+  value && /^[0-9a-f-]{36}$/i.test(value) ? value : undefined;
+
 /** The top-up a checkout session pays for, by the top-up id Stripe carries back or by the session id. */
 export async function lockTopupForCheckout(
   tx: BillingTransaction,
   checkout: { topupId?: string; checkoutSessionId: string },
 ): Promise<TopupRow | undefined> {
-  const byId = checkout.topupId && /^[0-9a-f-]{36}$/i.test(checkout.topupId) ? checkout.topupId : undefined;
+  const byId = topupIdOf(checkout.topupId);
   const rows = await tx
     .select()
     .from(topupsTable)
@@ -107,6 +121,139 @@ export async function lockTopupForCheckout(
     )
     .for("update");
   return rows.find((r) => r.id === byId) ?? rows[0];
+}
+
+/** The fields of a locked top-up that deciding a credit needs. */
+export type CheckoutTopup = Pick<
+  TopupRow,
+  "id" | "accountId" | "amount" | "currency" | "status" | "checkoutSessionId"
+>;
+
+/** The fields of a locked wallet that deciding a credit needs, and whether its storage period is paid. */
+export type CreditedWallet = Pick<
+  WalletRow,
+  "accountId" | "currency" | "balance" | "shortfall" | "status" | "storageTier"
+> & {
+  storagePeriodPaid: boolean;
+};
+
+export interface LockedCheckouts {
+  /** The event ids recorded now (outcome pending); the others were recorded before: redeliveries. */
+  recorded: Set<string>;
+  topups: CheckoutTopup[];
+  wallets: CreditedWallet[];
+}
+
+/**
+ * One round trip for a batch of paid checkouts, taking locks in the per-event path's order: records the event
+ * ids (outcome pending), then (only if any was new) locks in top-up id order every top-up the checkouts may pay
+ * for (by the top-up ids they carry back, see topupIdOf, or by checkout session id), then their wallets in
+ * account order (the order of every wallet writer), each with whether its storage period starting at
+ * `periodStart` is recorded as paid.
+ */
+export async function recordAndLockCheckouts(
+  tx: BillingTransaction,
+  batch: {
+    events: { eventId: string; type: string }[];
+    topupIds: string[];
+    checkoutSessionIds: string[];
+    periodStart: Date;
+  },
+): Promise<LockedCheckouts> {
+  const events = recordset(
+    batch.events.map((e) => ({ event_id: e.eventId, type: e.type })),
+    "event_id text, type text",
+  );
+  // `= any(array(...))` rather than `in (select ...)`: with the OR between them, subquery IN lists could only
+  // filter a sequential scan, while arrays let PostgreSQL combine the two indexes.
+  const topupIds = sql`array(select jsonb_array_elements_text(${JSON.stringify(batch.topupIds)}::jsonb)::uuid)`;
+  const checkoutSessionIds = sql`array(select jsonb_array_elements_text(${JSON.stringify(batch.checkoutSessionIds)}::jsonb))`;
+  const [row] = await executePrepared<{
+    recorded: string[];
+    topups: CheckoutTopup[];
+    wallets: CreditedWallet[];
+  }>(
+    tx,
+    "billing_record_and_lock_checkouts",
+    sql`
+    with recorded as (
+           insert into stripe_events (event_id, type, outcome) select c.event_id, c.type, 'pending' from ${events}
+           on conflict do nothing
+           returning event_id),
+         locked_topups as (
+           select id, account_id, amount, currency, status, checkout_session_id from topups
+            where (id = any(${topupIds}) or checkout_session_id = any(${checkoutSessionIds}))
+              and exists (select 1 from recorded)
+            order by id
+              for update),
+         locked_wallets as (
+           select w.account_id, w.currency, w.balance, w.shortfall, w.status, w.storage_tier,
+                  exists (select 1 from storage_periods p
+                           where p.account_id = w.account_id and p.status = 'paid'
+                             and p.period_start = ${batch.periodStart.toISOString()}::timestamptz) as storage_period_paid
+             from wallets w
+            where w.account_id = any(array(select account_id from locked_topups))
+            order by w.account_id
+              for update of w)
+    select (select coalesce(json_agg(event_id), '[]') from recorded) as recorded,
+           (select coalesce(json_agg(json_build_object(
+              'id', id, 'accountId', account_id, 'amount', amount, 'currency', currency, 'status', status,
+              'checkoutSessionId', checkout_session_id)), '[]') from locked_topups) as topups,
+           (select coalesce(json_agg(json_build_object(
+              'accountId', account_id, 'currency', currency, 'balance', balance, 'shortfall', shortfall,
+              'status', status, 'storageTier', storage_tier, 'storagePeriodPaid', storage_period_paid)), '[]')
+              from locked_wallets) as wallets`,
+  );
+  return { recorded: new Set(row!.recorded), topups: row!.topups, wallets: row!.wallets };
+}
+
+export interface TopupCredits {
+  /** The ledger lines, one per credited top-up, with their running balances. */
+  lines: LedgerLine[];
+  /** Each credited wallet once, by the sum of its lines. */
+  moves: WalletMove[];
+  paid: { id: string; checkoutSessionId: string; paymentIntentId: string | null }[];
+  paidAt: Date;
+  /** Outcomes of the events recorded by recordStripeEvents in this transaction and settled by it. */
+  outcomes: { eventId: string; outcome: string }[];
+  /** Events recorded in this transaction but applied on their own after it: their ids are taken back. */
+  unrecorded: string[];
+}
+
+/**
+ * Writes a batch of top-up credits in one statement (top-ups and wallets locked by the caller): the ledger
+ * lines, the wallets, the top-ups marked paid, the events' outcomes. Returns how many ledger lines went in;
+ * fewer than `lines` means one was already there, and the caller must roll the transaction back.
+ */
+export async function writeTopupCredits(tx: BillingTransaction, credits: TopupCredits): Promise<number> {
+  const paid = recordset(
+    credits.paid.map((p) => ({
+      id: p.id,
+      checkout_session_id: p.checkoutSessionId,
+      payment_intent_id: p.paymentIntentId,
+    })),
+    "id uuid, checkout_session_id text, payment_intent_id text",
+  );
+  const outcomes = recordset(
+    credits.outcomes.map((o) => ({ event_id: o.eventId, outcome: o.outcome })),
+    "event_id text, outcome text",
+  );
+  const [row] = await executePrepared<{ inserted: number | string }>(
+    tx,
+    "billing_write_topup_credits",
+    sql`
+    with inserted as (${insertLedgerLinesStatement(credits.lines)}),
+         moved as (${moveWalletsStatement(credits.moves)}),
+         paid as (
+           update topups t set status = 'paid', paid_at = ${credits.paidAt.toISOString()}::timestamptz,
+                  checkout_session_id = c.checkout_session_id, payment_intent_id = c.payment_intent_id
+             from ${paid} where t.id = c.id),
+         settled as (
+           update stripe_events e set outcome = c.outcome from ${outcomes} where e.event_id = c.event_id),
+         unrecorded as (delete from stripe_events where event_id in ${idList(credits.unrecorded)})
+    select count(*)::int as inserted from inserted`,
+  );
+  return Number(row!.inserted);
 }
 
 export async function lockTopupByPaymentIntent(

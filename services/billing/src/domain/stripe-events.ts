@@ -131,40 +131,89 @@ async function review(ctx: EventContext, reason: string, fields: Record<string, 
   return "needs_review" as const;
 }
 
+/** What a paid checkout says about the payment, read the one way both the per-event and the batch path read it. */
+export interface PaidCheckout {
+  checkoutSessionId: string | undefined;
+  accountId: string | undefined;
+  amount: number | undefined;
+  currency: string | undefined;
+  paymentIntentId: string | undefined;
+  topupId: string | undefined;
+}
+
+export function readPaidCheckout(event: Stripe.Event): PaidCheckout {
+  const session = event.data.object as CheckoutObject;
+  return {
+    checkoutSessionId: str(session.id),
+    accountId: str(session.client_reference_id) ?? str(session.metadata?.accountId),
+    amount: int(session.amount_total),
+    currency: str(session.currency)?.toUpperCase(),
+    paymentIntentId: idOf(session.payment_intent),
+    topupId: str(session.metadata?.topupId),
+  };
+}
+
+/** A checkout event that credits its top-up: completed and paid, or an async payment that succeeded. */
+export function isPaidCheckout(event: Stripe.Event): boolean {
+  if (!CREDITING_TYPES.has(event.type)) return false;
+  return (
+    event.type !== "checkout.session.completed" ||
+    (event.data.object as CheckoutObject).payment_status === "paid"
+  );
+}
+
+/** The top-up agrees with the checkout on account, amount and currency (else the payment is held for review). */
+export function checkoutMatchesTopup(
+  checkout: PaidCheckout,
+  topup: Pick<TopupRow, "accountId" | "amount" | "currency">,
+): boolean {
+  return (
+    topup.accountId === checkout.accountId &&
+    topup.amount === checkout.amount &&
+    topup.currency === checkout.currency
+  );
+}
+
+/** Paid, or refunded because the wallet was closed: either way this top-up is settled and credits nothing more. */
+export const topupSettled = (topup: Pick<TopupRow, "status">): boolean =>
+  topup.status === "paid" || topup.status === "refunded_closed_wallet";
+
+/** The credit is keyed by the checkout session: duplicates, both event types and any order credit once. */
+export const topupReference = (checkoutSessionId: string) => `topup:${checkoutSessionId}`;
+
+export const topupDetails = (
+  checkoutSessionId: string,
+  paymentIntentId: string | undefined,
+  settled: number,
+) => ({
+  checkoutSessionId,
+  paymentId: paymentIntentId ?? checkoutSessionId,
+  shortfallSettled: settled,
+});
+
 /** Credited only when account, amount and currency agree with a top-up this service created. */
 async function applyPaidCheckout(ctx: EventContext): Promise<StripeEventOutcome> {
   const { tx, deps, event } = ctx;
-  const session = event.data.object as CheckoutObject;
-  if (event.type === "checkout.session.completed" && session.payment_status !== "paid") return "unpaid";
-  const checkoutSessionId = str(session.id);
-  const accountId = str(session.client_reference_id) ?? str(session.metadata?.accountId);
-  const amount = int(session.amount_total);
-  const currency = str(session.currency)?.toUpperCase();
-  const paymentIntentId = idOf(session.payment_intent);
+  if (!isPaidCheckout(event)) return "unpaid";
+  const checkout = readPaidCheckout(event);
+  const { checkoutSessionId, accountId, amount, currency, paymentIntentId } = checkout;
   const fields = { checkoutSessionId, accountId, amount, currency };
   if (!checkoutSessionId) return review(ctx, "checkout without an id", fields);
-  const topup = await lockTopupForCheckout(tx, {
-    topupId: str(session.metadata?.topupId),
-    checkoutSessionId,
-  });
+  const topup = await lockTopupForCheckout(tx, { topupId: checkout.topupId, checkoutSessionId });
   if (!topup) return review(ctx, "no top-up was created for this checkout", fields);
-  if (topup.accountId !== accountId || topup.amount !== amount || topup.currency !== currency) {
+  if (!checkoutMatchesTopup(checkout, topup)) {
     return review(ctx, "checkout does not match its top-up (account, amount or currency)", fields);
   }
-  if (topup.status === "paid" || topup.status === "refunded_closed_wallet") return "already_credited";
+  if (topupSettled(topup)) return "already_credited";
   const wallet = await lockOrCreateWallet(tx, deps, topup.accountId);
   if (wallet.status === "closed") return refundToClosedWallet(ctx, topup, paymentIntentId);
   const settled = Math.min(topup.amount, wallet.shortfall);
   const posted = await postLedgerEntry(tx, wallet, {
     kind: "topup",
-    reference: `topup:${checkoutSessionId}`,
+    reference: topupReference(checkoutSessionId),
     amount: topup.amount,
     shortfallDelta: -settled,
-    details: {
-      checkoutSessionId,
-      paymentId: paymentIntentId ?? checkoutSessionId,
-      shortfallSettled: settled,
-    },
+    details: topupDetails(checkoutSessionId, paymentIntentId, settled),
   });
   if (!posted.applied) return "already_credited";
   await updateTopup(tx, topup.id, {

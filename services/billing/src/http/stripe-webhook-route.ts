@@ -2,7 +2,7 @@ import express, { type RequestHandler } from "express";
 import type Stripe from "stripe";
 import { AppError, metrics } from "@cgs/shared";
 import type { BillingDeps } from "../domain/billing-deps";
-import { applyStripeEvent } from "../domain/stripe-events";
+import { createStripeEventIntake } from "../domain/stripe-event-intake";
 import type { PaymentRefunds } from "../adapters/payment-provider";
 
 export interface StripeWebhookOptions {
@@ -12,11 +12,18 @@ export interface StripeWebhookOptions {
   payments: PaymentRefunds;
 }
 
+const RECEIVED = Buffer.from(JSON.stringify({ received: true }));
+const RECEIVED_HEADERS = {
+  "content-type": "application/json; charset=utf-8",
+  "content-length": String(RECEIVED.length),
+};
+
 /**
  * POST /api/v1/billing/stripe-webhook: the body is read raw (never JSON-parsed first) and verified
  * against Stripe-Signature with the endpoint secret before anything else happens.
  */
 export function stripeWebhookRoute(deps: BillingDeps, options: StripeWebhookOptions): RequestHandler[] {
+  const intake = createStripeEventIntake(deps, options.payments);
   const verify: RequestHandler = async (req, res) => {
     const started = performance.now();
     const signature = req.get("stripe-signature");
@@ -38,7 +45,7 @@ export function stripeWebhookRoute(deps: BillingDeps, options: StripeWebhookOpti
         "Stripe-Signature does not match the body, or its timestamp is outside the tolerance",
       );
     }
-    const outcome = await applyStripeEvent(deps, event, options.payments).catch((err: unknown) => {
+    const outcome = await intake.apply(event).catch((err: unknown) => {
       metrics.webhookFailures.labels("processing").inc();
       metrics.webhookDuration.labels("failed").observe((performance.now() - started) / 1000);
       throw err;
@@ -47,7 +54,8 @@ export function stripeWebhookRoute(deps: BillingDeps, options: StripeWebhookOpti
     // Paid but not credited (held for review): money a player is waiting for, so it counts as a failure too.
     if (outcome === "needs_review") metrics.webhookFailures.labels(outcome).inc();
     deps.logger.info({ stripeEventId: event.id, type: event.type, outcome }, "stripe event received");
-    res.json({ received: true });
+    // The same bytes every time: written directly, without res.json's serialising and ETag hashing per event.
+    res.writeHead(200, RECEIVED_HEADERS).end(RECEIVED);
   };
   return [express.raw({ type: () => true, limit: "512kb" }), verify];
 }

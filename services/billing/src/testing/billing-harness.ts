@@ -8,7 +8,8 @@ import {
   startServer,
   type OpenedDatabase,
 } from "@cgs/shared";
-import { createTestDatabase, type TestDatabase } from "@cgs/shared/testing/db";
+import { startCuttableProxy, type CuttableProxy } from "@cgs/shared/testing/cuttable-proxy";
+import { createTestDatabase, testDatabaseAdminUrl, type TestDatabase } from "@cgs/shared/testing/db";
 import {
   startTestIdentityProvider,
   TEST_ALLOWED_AZP_ENV,
@@ -55,10 +56,16 @@ export interface BillingDatabaseFixture {
 export async function openBillingTestDatabase(
   prefix = "billing",
   poolMax = 10,
+  via?: CuttableProxy,
 ): Promise<BillingDatabaseFixture> {
   const created = await createTestDatabase(prefix);
+  const url = new URL(created.url);
+  if (via) {
+    url.hostname = "127.0.0.1";
+    url.port = String(via.port);
+  }
   const database = await openDatabase({
-    url: created.url,
+    url: url.toString(),
     schema,
     migrationsFolder: billingMigrationsFolder,
     // Concurrency tests queue hundreds of transactions on purpose; on a loaded 2-core CI machine the wait for a
@@ -91,6 +98,8 @@ export function billingTestConfig(env: Record<string, string>): BillingConfig {
 
 export interface BillingTestService {
   url: string;
+  /** The TCP hop between the service's pool and PostgreSQL, when asked for (databaseProxy). */
+  databaseProxy?: CuttableProxy;
   config: BillingConfig;
   deps: BillingDeps;
   database: OpenedDatabase<typeof schema>;
@@ -107,6 +116,8 @@ export interface BillingTestServiceOptions {
   clock?: TestClock;
   /** Listen on this port (0: any free port). */
   port?: number;
+  /** Reach PostgreSQL through a cuttable TCP proxy (database fault tests). */
+  databaseProxy?: boolean;
 }
 
 export { freePort } from "@cgs/shared/testing/ports";
@@ -117,7 +128,11 @@ export async function startBillingTestService(
 ): Promise<BillingTestService> {
   const idp = await startTestIdentityProvider();
   const accounts = await startAccountsStandIn();
-  const fixture = await openBillingTestDatabase();
+  const server = new URL(testDatabaseAdminUrl());
+  const databaseProxy = options.databaseProxy
+    ? await startCuttableProxy({ host: server.hostname, port: Number(server.port || 5432) })
+    : undefined;
+  const fixture = await openBillingTestDatabase("billing", 10, databaseProxy);
   const clock = options.clock ?? testClock();
   const config = billingTestConfig({
     OIDC_ISSUER: idp.issuer,
@@ -141,6 +156,7 @@ export async function startBillingTestService(
   const running = await startServer(app, { port: options.port ?? 0, logger, shutdownGraceMs: 1_000 });
   return {
     url: running.url,
+    databaseProxy,
     config,
     deps,
     database: fixture.database,
@@ -151,6 +167,7 @@ export async function startBillingTestService(
     async close() {
       await running.stop();
       await fixture.close();
+      await databaseProxy?.close();
       await accounts.close();
       await idp.close();
     },
