@@ -1,5 +1,4 @@
 import http from "node:http";
-import { trace } from "@opentelemetry/api";
 import express, { type Request, type RequestHandler, type Response } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
 import type { Logger } from "pino";
@@ -9,10 +8,12 @@ import {
   errorHandler,
   extractToken,
   frontHandlers,
+  handlerChain,
   HEADERS,
   installErrorHandlers,
   isIdentityOutage,
   loadOpenApiDocument,
+  nameServerSpanByRoute,
   type AuthLocals,
   type JwtVerifier,
   type HttpMethod,
@@ -25,7 +26,6 @@ import { createRateLimiters, type RedisCommandSender } from "./http/rate-limit-m
 import { bearerChallenge, protectedResourceMetadata } from "./http/protected-resource-metadata";
 import { securityHeaders } from "./http/security-headers";
 import { createUpstreamProxy } from "./http/upstream-proxy";
-import { handlerChain } from "./http/handler-chain";
 import { withServerSpans } from "./http/server-span";
 import { createOidcClient, type OidcClient } from "./portal/oidc-login";
 import { portalCookieSecret } from "./portal/portal-config";
@@ -81,7 +81,7 @@ const routeOf = (res: Response): RouteEntry => {
  * The one origin: serves /openapi.json and GET /api/v1/health, and for every other documented
  * /api/v1 operation resolves the route, authenticates, rate-limits, validates against openapi.json
  * and forwards to the owning service. Everything outside /api/ (the portal, probes, metadata) is an Express
- * app; /api/ requests run one fixed handler chain with the same handlers (see handler-chain.ts). Never listens.
+ * app; /api/ requests run one fixed handler chain with the same handlers (handlerChain, from shared). Never listens.
  */
 export function createApp(deps: GatewayDeps): http.RequestListener {
   const { config, logger, verifier } = deps;
@@ -181,11 +181,7 @@ export function createApp(deps: GatewayDeps): http.RequestListener {
     if (match.kind === "found") {
       (res.locals as GatewayLocals).route = match.route;
       // The server span is named by the documented route, so traces group by operation.
-      const span = trace.getActiveSpan();
-      if (span) {
-        span.updateName(`${match.route.method} ${match.route.path}`);
-        span.setAttribute("http.route", match.route.path);
-      }
+      nameServerSpanByRoute(match.route.method, match.route.path);
       next();
       return;
     }

@@ -6,3 +6,4 @@ export * from "./base-app";
 export * from "./server";
 export * from "./headers";
 export * from "./request-input";
+export * from "./handler-chain";

@@ -34,3 +34,14 @@ export async function withSpan<T>(
     ? sharedTracer().startActiveSpan(name, spanOptions, parent, run)
     : sharedTracer().startActiveSpan(name, spanOptions, run);
 }
+
+/**
+ * Names the request's server span by its route template (`POST /api/v1/billing/stripe-webhook`), as the Express
+ * instrumentation does for routes it matched: for requests answered without Express's router.
+ */
+export function nameServerSpanByRoute(method: string, route: string): void {
+  const span = trace.getActiveSpan();
+  if (!span) return;
+  span.updateName(`${method} ${route}`);
+  span.setAttribute("http.route", route);
+}

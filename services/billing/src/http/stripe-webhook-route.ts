@@ -12,6 +12,8 @@ export interface StripeWebhookOptions {
   payments: PaymentRefunds;
 }
 
+export const STRIPE_WEBHOOK_PATH = "/api/v1/billing/stripe-webhook";
+
 const RECEIVED = Buffer.from(JSON.stringify({ received: true }));
 const RECEIVED_HEADERS = {
   "content-type": "application/json; charset=utf-8",

@@ -1,9 +1,8 @@
 import { createHash } from "node:crypto";
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
-import { trace } from "@opentelemetry/api";
 import type { Express, Request } from "express";
 import type { Logger } from "pino";
-import { assignRequestId, extractToken, metrics, type JwtVerifier } from "@cgs/shared";
+import { assignRequestId, extractToken, metrics, nameServerSpanByRoute, type JwtVerifier } from "@cgs/shared";
 import type { SessionStatus } from "../domain/session-status";
 
 export const POLL_PATH = "/api/v1/sessions/poll";
@@ -84,9 +83,7 @@ export function withPollFastPath(app: Express, deps: PollFastPathDeps): RequestL
       return;
     }
     // Name the server span by route, as the Express instrumentation does for the other routes.
-    const span = trace.getActiveSpan();
-    span?.updateName(`GET ${POLL_PATH}`);
-    span?.setAttribute("http.route", POLL_PATH);
+    nameServerSpanByRoute("GET", POLL_PATH);
     void answer(req, res, performance.now());
   };
 }

@@ -6,9 +6,9 @@ import type { ErrorRequestHandler, Express, Request, RequestHandler, Response } 
  * response get Express's prototypes (req.ip, req.path, res.json… behave as under `app`, with its settings such
  * as "trust proxy"), then each handler runs in order; an error goes through `errorHandlers` in order.
  *
- * The gateway's API is one fixed pipeline per request, and walking Express's layer stack to reach it (every
- * `use` matched against the path, the portal's routes tried first) cost more CPU than the pipeline itself.
- * The handlers are the same functions Express would call, with Express 5's contract: `next(err)` or a rejected
+ * For a hot route with one fixed pipeline (the gateway's API, billing's Stripe webhook), walking Express's layer
+ * stack to reach it (every `use` matched against the path, other routes tried first) cost more CPU than the
+ * pipeline itself. The handlers are the same functions Express would call, with Express 5's contract: `next(err)` or a rejected
  * promise is an error; the last error handler must answer.
  */
 export function handlerChain(
