@@ -9,13 +9,14 @@ export const SCREENSHOT_DIR = path.resolve(__dirname, "../../gateway/test-artifa
 
 /**
  * The whole platform (`npm start`'s launcher: the four services, the gateway, the cloud simulator and the
- * local checkout) on the portal tests' own ports: gateway 18680, services 18681-18684. Run under
+ * local checkout) on ports of the test's own (the gateway on `gatewayPort`, the services on the next four): jest
+ * runs the portal's platform tests in parallel workers, so two sharing ports collide. Run under
  * `flock /tmp/cgs-platform.lock` when other engineers share the machine.
  */
-export function launchPortalPlatform(name: string): Promise<LaunchedPlatform> {
+export function launchPortalPlatform(name: string, gatewayPort: number): Promise<LaunchedPlatform> {
   return launchPlatform({
-    gatewayPort: 18680,
-    servicePortBase: 18681,
+    gatewayPort,
+    servicePortBase: gatewayPort + 1,
     env: {
       // Slow enough that a person (and the test) sees the session's progress, fast enough for CI.
       SIMULATOR_BOOT_DELAY_MS: "1500",

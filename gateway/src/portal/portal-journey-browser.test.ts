@@ -25,7 +25,7 @@ describeWithChromium("the portal journey browser test")("the portal, a player's 
   let copiedToken = "";
 
   beforeAll(async () => {
-    platform = await launchPortalPlatform("portal-journey");
+    platform = await launchPortalPlatform("portal-journey", 18680);
     base = platform.base;
     browser = await launchChromium();
     user = await createTestUser(uniqueEmail("journey"), { password: "Journey-pass-1" });

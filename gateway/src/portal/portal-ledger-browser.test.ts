@@ -12,7 +12,7 @@ describeWithChromium("the portal ledger browser test")("the portal's billing his
   let user: TestUser;
 
   beforeAll(async () => {
-    platform = await launchPortalPlatform("portal-ledger");
+    platform = await launchPortalPlatform("portal-ledger", 18690);
     browser = await launchChromium();
     user = await createTestUser(uniqueEmail("ledger"), { password: "Ledger-pass-1" });
   }, 240_000);
