@@ -74,11 +74,22 @@ async function loadStorage(): Promise<void> {
 }
 
 let cursor: string | null = null;
-async function loadLedger(): Promise<void> {
+/** Bumped when the history starts over, so a page still in flight for the old list is dropped, not appended. */
+let ledgerGeneration = 0;
+async function loadLedger({ restart = false } = {}): Promise<void> {
+  if (restart) {
+    ledgerGeneration += 1;
+    cursor = null;
+    byId("ledger-body").replaceChildren();
+  }
+  const generation = ledgerGeneration;
   const state = byId("ledger-state");
   const more = byId<HTMLButtonElement>("ledger-more");
   const query = `?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
+  more.disabled = true;
   const res = await api<TransactionPage>("GET", `/credits/transactions${query}`);
+  if (generation !== ledgerGeneration) return;
+  more.disabled = false;
   if (!res.ok) {
     state.textContent =
       res.failure.status === 404
@@ -191,10 +202,8 @@ async function afterCheckout(): Promise<void> {
           : "Your balance is updated.",
         "success",
       );
-      cursor = null;
-      byId("ledger-body").replaceChildren();
       void loadStorage();
-      void loadLedger();
+      void loadLedger({ restart: true });
       return;
     }
     await new Promise((resolve) => setTimeout(resolve, 2_000));
