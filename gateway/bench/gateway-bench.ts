@@ -6,7 +6,9 @@
  * with wrk (-t2 -c32, bearer header): called directly, through nginx (Debian's, started here with a plain
  * proxy_pass and an upstream keepalive pool), and through the gateway's built process with every check on (JWT
  * signature against the IdP's JWKS, per-account limits in Redis, request validation, telemetry at the sampling
- * ratio below). The same gateway without the telemetry preload gives the telemetry cost. The gateway's resident
+ * ratio below). The same gateway without the telemetry preload gives the telemetry cost. This machine's speed
+ * drifts by tens of percent within minutes, so the targets are measured in turn, round after round (3 rounds, 2 with
+ * --quick), and each row is the median round, with the spread of the rounds beside it. The gateway's resident
  * size is sampled during its runs, and a soak (5 min at full load, 30 s with --quick, skipped with --no-soak)
  * samples it every 10 s. The gateway runs on BENCH_GATEWAY_NODE (npm run bench passes the images' Node 24) and once
  * more on this script's Node for comparison. With --profile the gateway runs under `node --cpu-prof` and the profile's top
@@ -28,6 +30,8 @@ const quick = process.argv.includes("--quick");
 const profile = process.argv.includes("--profile");
 const soak = !process.argv.includes("--no-soak");
 const SECONDS = quick ? 4 : 10;
+/** Rounds of the side-by-side measurement (each target once per round, in turn); rows show the median round. */
+const ROUNDS = quick ? 2 : 3;
 const SOAK_SECONDS = quick ? 30 : 300;
 const RSS_EVERY_MS = 10_000;
 const CONNECTIONS = 32;
@@ -83,6 +87,11 @@ export async function wrk(url: string, token: string, seconds = SECONDS): Promis
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(text)?.[1] ?? 0);
   const requests = Number(/(\d+) requests in/.exec(text)?.[1] ?? NaN);
   return { rps, p50ms: pct("50"), p99ms: pct("99"), non2xx, requests };
+}
+
+/** The run with the median of `key` (the upper one of an even count). */
+function medianRun<T>(runs: T[], key: (run: T) => number = (run) => (run as WrkResult).rps): T {
+  return [...runs].sort((a, b) => key(a) - key(b))[Math.floor(runs.length / 2)]!;
 }
 
 /** Samples a process's RSS every `everyMs` while `work` runs. */
@@ -149,11 +158,11 @@ function productionGateway(): { memoryLimit: string; nodeOptions: string } {
  * A memory cgroup (v1) with the pod's limit, so Node sizes its heap from the limit as it does in the pod
  * (on a 24 GiB machine it would size it from the machine). Undefined where the machine does not allow one.
  */
-function memoryCgroup(limitBytes: number): string | undefined {
+function memoryCgroup(limitBytes: number, name: string): string | undefined {
   try {
     const own = /^\d+:memory:(.*)$/m.exec(readFileSync("/proc/self/cgroup", "utf8"))?.[1];
     if (own === undefined) return undefined;
-    const dir = path.join("/sys/fs/cgroup/memory", own, `cgs-gateway-bench-${process.pid}`);
+    const dir = path.join("/sys/fs/cgroup/memory", own, `cgs-gateway-bench-${process.pid}-${name}`);
     mkdirSync(dir, { recursive: true });
     writeFileSync(path.join(dir, "memory.limit_in_bytes"), String(limitBytes));
     return dir;
@@ -336,7 +345,9 @@ async function main(): Promise<void> {
   let nginxStarted = false;
   const path_ = "/api/v1/sessions/poll";
   const { memoryLimit, nodeOptions } = productionGateway();
-  const cgroup = memoryCgroup(quantityBytes(memoryLimit));
+  // One group per gateway process, each with the pod's limit, as each pod has its own.
+  const cgroup = memoryCgroup(quantityBytes(memoryLimit), "telemetry");
+  const plainCgroup = cgroup && memoryCgroup(quantityBytes(memoryLimit), "plain");
   try {
     upstream = startNode(
       [
@@ -378,19 +389,54 @@ async function main(): Promise<void> {
     const token = await idp.sign({ sub: `bench-${Date.now()}`, azp: "cgs-portal", typ: "Bearer" });
     const probe = await fetch(`${gatewayUrl}${path_}`, { headers: { authorization: `Bearer ${token}` } });
     if (probe.status !== 200) throw new Error(`gateway answered ${probe.status}: ${await probe.text()}`);
+    // The same build without the telemetry preload: the difference is what telemetry costs.
+    plainGateway = startGateway(plainGatewayUrl, upstreamUrl, idp, traces.endpoint, {
+      telemetry: false,
+      cgroup: plainCgroup,
+      nodeOptions,
+    });
+    await waitFor(`${plainGatewayUrl}/api/v1/health`, plainGateway);
     // Warm-up: JIT, keep-alive pools, the JWKS.
     await wrk(`${gatewayUrl}${path_}`, token, 2);
-
-    const direct = await wrk(`${upstreamUrl}${path_}`, token);
+    await wrk(`${plainGatewayUrl}${path_}`, token, 2);
     await wrk(`${bareProxyUrl}${path_}`, token, 2);
-    const viaBareProxy = await wrk(`${bareProxyUrl}${path_}`, token);
-    await stop(bareProxy);
-    const [viaNginx, nginxCpu] = await cpuPerRequest(nginxPids(dir), () => wrk(`${nginxUrl}${path_}`, token));
+
+    // This machine's speed drifts by tens of percent within minutes, so one run of each would compare moments,
+    // not proxies: every target is measured in each of ROUNDS rounds, in turn, and each row is the median round.
+    const rounds = {
+      direct: [] as WrkResult[],
+      bare: [] as WrkResult[],
+      nginx: [] as [WrkResult, number][],
+      gateway: [] as [WrkResult, number][],
+      plain: [] as WrkResult[],
+    };
+    const runRss: number[] = [];
+    const plainRss: number[] = [];
     const pid = gateway.pid!;
-    const {
-      result: [viaGateway, gatewayCpu],
-      rss: runRss,
-    } = await sampleRss(pid, 250, () => cpuPerRequest([pid], () => wrk(`${gatewayUrl}${path_}`, token)));
+    for (let round = 0; round < ROUNDS; round++) {
+      rounds.direct.push(await wrk(`${upstreamUrl}${path_}`, token));
+      rounds.bare.push(await wrk(`${bareProxyUrl}${path_}`, token));
+      rounds.nginx.push(await cpuPerRequest(nginxPids(dir), () => wrk(`${nginxUrl}${path_}`, token)));
+      const on = await sampleRss(pid, 250, () =>
+        cpuPerRequest([pid], () => wrk(`${gatewayUrl}${path_}`, token)),
+      );
+      rounds.gateway.push(on.result);
+      runRss.push(...on.rss);
+      const off = await sampleRss(plainGateway.pid!, 250, () => wrk(`${plainGatewayUrl}${path_}`, token));
+      rounds.plain.push(off.result);
+      plainRss.push(...off.rss);
+    }
+    await stop(bareProxy);
+    await stop(plainGateway);
+    const direct = medianRun(rounds.direct);
+    const viaBareProxy = medianRun(rounds.bare);
+    const [viaNginx, nginxCpu] = medianRun(rounds.nginx, ([r]) => r.rps);
+    const [viaGateway, gatewayCpu] = medianRun(rounds.gateway, ([r]) => r.rps);
+    const noTelemetry = medianRun(rounds.plain);
+    const spread = (runs: WrkResult[]) =>
+      ROUNDS > 1
+        ? ` (rounds ${formatNumber(Math.min(...runs.map((r) => r.rps)))}–${formatNumber(Math.max(...runs.map((r) => r.rps)))})`
+        : "";
     const soaked = soak
       ? await sampleRss(pid, RSS_EVERY_MS, () => wrk(`${gatewayUrl}${path_}`, token, SOAK_SECONDS))
       : undefined;
@@ -406,19 +452,6 @@ async function main(): Promise<void> {
       await stop(gateway);
     }
 
-    // The same build without the telemetry preload: the difference is what telemetry costs.
-    plainGateway = startGateway(plainGatewayUrl, upstreamUrl, idp, traces.endpoint, {
-      telemetry: false,
-      cgroup,
-      nodeOptions,
-    });
-    await waitFor(`${plainGatewayUrl}/api/v1/health`, plainGateway);
-    await wrk(`${plainGatewayUrl}${path_}`, token, 2);
-    const { result: noTelemetry, rss: plainRss } = await sampleRss(plainGateway.pid!, 250, () =>
-      wrk(`${plainGatewayUrl}${path_}`, token),
-    );
-
-    await stop(plainGateway);
     // The same build, every check and telemetry on, on the Node that runs this script (the machine's).
     let onLocalNode: WrkResult | undefined;
     if (GATEWAY_NODE !== process.execPath) {
@@ -439,7 +472,7 @@ async function main(): Promise<void> {
     const nginxBase = `nginx ${rps(viaNginx)}`;
     const peak = (xs: number[]) => Math.max(...xs.filter(Number.isFinite));
     reportRows(
-      `Gateway on Node ${nodeVersion(GATEWAY_NODE)} over a fixed-body upstream (wrk -t2 -c${CONNECTIONS} -d${SECONDS}s, sampler parentbased_traceidratio ${SAMPLER_ARG}, ${cgroup ? `in a ${memoryLimit} memory cgroup, the prod chart's limit` : "no memory limit: this machine allows no memory cgroup"}, NODE_OPTIONS ${nodeOptions || "none"})`,
+      `Gateway on Node ${nodeVersion(GATEWAY_NODE)} over a fixed-body upstream (wrk -t2 -c${CONNECTIONS} -d${SECONDS}s, median of ${ROUNDS} interleaved rounds, sampler parentbased_traceidratio ${SAMPLER_ARG}, ${cgroup ? `in a ${memoryLimit} memory cgroup, the prod chart's limit` : "no memory limit: this machine allows no memory cgroup"}, NODE_OPTIONS ${nodeOptions || "none"})`,
       [
         {
           name: "upstream direct",
@@ -449,17 +482,17 @@ async function main(): Promise<void> {
         },
         {
           name: "nginx → upstream (baseline)",
-          value: `${rps(viaNginx)}, ${lat(viaNginx)}${errors(viaNginx)}`,
+          value: `${rps(viaNginx)}, ${lat(viaNginx)}${errors(viaNginx)}${spread(rounds.nginx.map(([r]) => r))}`,
         },
         {
           name: "bare Node proxy → upstream (node:http server and keep-alive client, no checks)",
-          value: `${rps(viaBareProxy)}, ${lat(viaBareProxy)}${errors(viaBareProxy)}`,
+          value: `${rps(viaBareProxy)}, ${lat(viaBareProxy)}${errors(viaBareProxy)}${spread(rounds.bare)}`,
           baseline: nginxBase,
           ratio: `${formatNumber(viaBareProxy.rps / viaNginx.rps, 3)}×`,
         },
         {
           name: "gateway → upstream (all checks, telemetry on)",
-          value: `${rps(viaGateway)}${errors(viaGateway)}`,
+          value: `${rps(viaGateway)}${errors(viaGateway)}${spread(rounds.gateway.map(([r]) => r))}`,
           baseline: nginxBase,
           ratio: `${formatNumber(viaGateway.rps / viaNginx.rps, 3)}×`,
           target: "≥ 0.20× nginx",
@@ -489,7 +522,7 @@ async function main(): Promise<void> {
           : []),
         {
           name: "gateway with telemetry off (no preload)",
-          value: `${rps(noTelemetry)}, ${lat(noTelemetry)}${errors(noTelemetry)}`,
+          value: `${rps(noTelemetry)}, ${lat(noTelemetry)}${errors(noTelemetry)}${spread(rounds.plain)}`,
           baseline: nginxBase,
           ratio: `${formatNumber(noTelemetry.rps / viaNginx.rps, 3)}×`,
         },
@@ -525,7 +558,7 @@ async function main(): Promise<void> {
     await stop(bareProxy);
     await stop(upstream);
     if (nginxStarted) stopNginx(dir);
-    if (cgroup) rmdirSync(cgroup);
+    for (const group of [cgroup, plainCgroup]) if (group) rmdirSync(group);
     await traces.close();
     await idp.close();
     if (!profile) rmSync(dir, { recursive: true, force: true });
