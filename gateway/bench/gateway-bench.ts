@@ -26,6 +26,8 @@ import { formatNumber, reportRows } from "../../test/bench/results";
 import { closedPortUrl } from "../../test/harnesses/gateway-harness";
 
 const root = path.resolve(__dirname, "..", "..");
+// The gateway's own undici, for the bare proxy (the repository root may hold another version).
+const UNDICI = require.resolve("undici", { paths: [path.resolve(__dirname, "..")] });
 const quick = process.argv.includes("--quick");
 const profile = process.argv.includes("--profile");
 const soak = !process.argv.includes("--no-soak");
@@ -362,15 +364,17 @@ async function main(): Promise<void> {
     startNginx(dir, Number(new URL(nginxUrl).port), Number(new URL(upstreamUrl).port));
     nginxStarted = true;
     await waitFor(nginxUrl);
-    // Node's own HTTP server and keep-alive client forwarding, no check at all, on the gateway's runtime: the
-    // ceiling any Node proxy reaches on this machine.
+    // Node's own HTTP server forwarding through the gateway's keep-alive client (undici), no check at all, on the
+    // gateway's runtime: the ceiling any Node proxy built like the gateway reaches on this machine.
     bareProxy = startNode(
       [
         "-e",
-        `const http=require("node:http");const agent=new http.Agent({keepAlive:true,maxSockets:64});` +
-          `http.createServer((req,res)=>{const up=http.request({host:"127.0.0.1",port:${new URL(upstreamUrl).port},` +
-          `path:req.url,method:req.method,headers:req.headers,agent},(u)=>{res.writeHead(u.statusCode,u.headers);` +
-          `u.pipe(res)});up.on("error",()=>{res.statusCode=502;res.end()});req.pipe(up)})` +
+        `const http=require("node:http");const {Agent}=require(${JSON.stringify(UNDICI)});` +
+          `const pool=new Agent({connections:64});const origin=${JSON.stringify(upstreamUrl)};` +
+          `http.createServer((req,res)=>{const headers={...req.headers};delete headers.connection;` +
+          `pool.dispatch({origin,path:req.url,method:req.method,headers,body:null},{onRequestStart(){},` +
+          `onResponseStart(c,status,h){res.writeHead(status,h)},onResponseData(c,chunk){res.write(chunk)},` +
+          `onResponseEnd(){res.end()},onResponseError(){res.statusCode=502;res.end()}})})` +
           `.listen(${new URL(bareProxyUrl).port},"127.0.0.1")`,
       ],
       {},
@@ -485,7 +489,7 @@ async function main(): Promise<void> {
           value: `${rps(viaNginx)}, ${lat(viaNginx)}${errors(viaNginx)}${spread(rounds.nginx.map(([r]) => r))}`,
         },
         {
-          name: "bare Node proxy → upstream (node:http server and keep-alive client, no checks)",
+          name: "bare Node proxy → upstream (node:http server, the gateway's undici keep-alive pool, no checks)",
           value: `${rps(viaBareProxy)}, ${lat(viaBareProxy)}${errors(viaBareProxy)}${spread(rounds.bare)}`,
           baseline: nginxBase,
           ratio: `${formatNumber(viaBareProxy.rps / viaNginx.rps, 3)}×`,

@@ -1,4 +1,5 @@
 import http from "node:http";
+import type { Dispatcher } from "undici";
 import express, { type Request, type RequestHandler, type Response } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
 import type { Logger } from "pino";
@@ -25,7 +26,7 @@ import { buildRouteTable, type RouteEntry, type UpstreamUrls } from "./http/rout
 import { createRateLimiters, type RedisCommandSender } from "./http/rate-limit-middleware";
 import { bearerChallenge, protectedResourceMetadata } from "./http/protected-resource-metadata";
 import { securityHeaders } from "./http/security-headers";
-import { createUpstreamProxy } from "./http/upstream-proxy";
+import { createUpstreamPool, createUpstreamProxy } from "./http/upstream-proxy";
 import { withServerSpans } from "./http/server-span";
 import { createOidcClient, type OidcClient } from "./portal/oidc-login";
 import { portalCookieSecret } from "./portal/portal-config";
@@ -41,8 +42,8 @@ export interface GatewayDeps {
   openapi?: OpenApiDocument;
   /** Shared rate-limit counters; omit for in-memory (single replica). */
   redis?: RedisCommandSender;
-  /** Keep-alive pool for upstream calls; main.ts owns and destroys it. */
-  upstreamAgent?: http.Agent;
+  /** Keep-alive pool for upstream calls (createUpstreamPool); main.ts owns and closes it. */
+  upstreamPool?: Dispatcher;
   /** The portal's OIDC client; defaults to discovery from OIDC_ISSUER. */
   oidc?: OidcClient;
 }
@@ -60,6 +61,14 @@ export function upstreamsFromConfig(config: GatewayConfig): UpstreamUrls {
     accounts: config.ACCOUNTS_URL,
     "auth-proxy": config.AUTH_PROXY_URL,
   };
+}
+
+/** The keep-alive pool for upstream calls under this config; whoever creates it closes it on shutdown. */
+export function createGatewayUpstreamPool(config: GatewayConfig): Dispatcher {
+  return createUpstreamPool({
+    maxSockets: config.UPSTREAM_MAX_SOCKETS,
+    connectTimeoutMs: config.UPSTREAM_CONNECT_TIMEOUT_MS,
+  });
 }
 
 const AUTH_METHOD_HEADER = HEADERS.authMethod;
@@ -103,8 +112,7 @@ export function createApp(deps: GatewayDeps): http.RequestListener {
     logger,
   );
   const forward = createUpstreamProxy({
-    agent: deps.upstreamAgent ?? new http.Agent({ keepAlive: true, maxSockets: config.UPSTREAM_MAX_SOCKETS }),
-    connectTimeoutMs: config.UPSTREAM_CONNECT_TIMEOUT_MS,
+    agent: deps.upstreamPool ?? createGatewayUpstreamPool(config),
     responseTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
     logger,
   });

@@ -1,4 +1,4 @@
-export { createApp, upstreamsFromConfig, type GatewayDeps } from "./app";
+export { createApp, createGatewayUpstreamPool, upstreamsFromConfig, type GatewayDeps } from "./app";
 export { gatewayEnvSchema, loadGatewayConfig, type GatewayConfig } from "./config";
 export {
   buildRouteTable,

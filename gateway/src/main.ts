@@ -1,4 +1,3 @@
-import http from "node:http";
 import { createClient } from "redis";
 import {
   ConfigError,
@@ -10,7 +9,7 @@ import {
   stopOnSignals,
   takeOverHttpServerSpans,
 } from "@cgs/shared";
-import { createApp } from "./app";
+import { createApp, createGatewayUpstreamPool } from "./app";
 import { loadGatewayConfig, type GatewayConfig } from "./config";
 
 async function main(): Promise<void> {
@@ -52,14 +51,14 @@ async function main(): Promise<void> {
     host: config.HOST,
     logger,
   });
-  const upstreamAgent = new http.Agent({ keepAlive: true, maxSockets: config.UPSTREAM_MAX_SOCKETS });
+  const upstreamPool = createGatewayUpstreamPool(config);
 
   const app = createApp({
     config,
     logger,
     verifier: createJwtVerifier(oidcSettings(config)),
     redis: redis ? { sendCommand: (args) => redis.sendCommand(args) } : undefined,
-    upstreamAgent,
+    upstreamPool,
   });
   const running = await startServer(app, {
     port: config.PORT,
@@ -69,7 +68,7 @@ async function main(): Promise<void> {
     // Above typical load-balancer idle timeouts (60 s) so the LB never reuses a socket we just closed.
     keepAliveTimeoutMs: 65_000,
     onClose: [
-      () => upstreamAgent.destroy(),
+      () => upstreamPool.destroy(),
       async () => {
         if (redis?.isOpen) await redis.quit().catch(() => undefined);
       },

@@ -3,7 +3,7 @@ import http from "node:http";
 import pino from "pino";
 import { createJwtVerifier, oidcSettings, startServer, type RunningServer } from "@cgs/shared";
 import { TEST_ALLOWED_AZP_ENV, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
-import { createApp, type GatewayDeps } from "../../gateway/src/app";
+import { createApp, createGatewayUpstreamPool, type GatewayDeps } from "../../gateway/src/app";
 import { loadGatewayConfig } from "../../gateway/src/config";
 
 export interface RecordedRequest {
@@ -101,19 +101,19 @@ export async function startTestGateway(
     ),
   );
   const logger = pino({ level: "silent" });
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+  const pool = createGatewayUpstreamPool(config);
   const app = createApp({
     config,
     logger,
     verifier: createJwtVerifier(oidcSettings(config)),
     redis: options.redis,
-    upstreamAgent: agent,
+    upstreamPool: pool,
   });
   const running = await startServer(app, {
     port: 0,
     logger,
     shutdownGraceMs: 2_000,
-    onClose: () => agent.destroy(),
+    onClose: () => pool.destroy(),
   });
   return {
     ...running,

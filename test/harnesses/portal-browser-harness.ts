@@ -1,11 +1,10 @@
 import { existsSync } from "node:fs";
-import http from "node:http";
 import pino from "pino";
 import { chromium, type Browser } from "playwright-core";
 import { createJwtVerifier, oidcSettings, startServer } from "@cgs/shared";
 import { startTestAccounts } from "./accounts-server";
 import { startAuthProxy } from "./auth-proxy-harness";
-import { createApp } from "../../gateway/src/app";
+import { createApp, createGatewayUpstreamPool } from "../../gateway/src/app";
 import { loadGatewayConfig } from "../../gateway/src/config";
 import { closedPortUrl } from "./gateway-harness";
 
@@ -70,10 +69,10 @@ export async function startPortalBrowserHarness(name: string): Promise<PortalBro
     SESSIONS_URL: down,
     BILLING_URL: down,
   });
-  const agent = new http.Agent({ keepAlive: true });
+  const pool = createGatewayUpstreamPool(config);
   const gateway = await startServer(
-    createApp({ config, logger, verifier: createJwtVerifier(oidcSettings(config)), upstreamAgent: agent }),
-    { port: config.PORT, logger, shutdownGraceMs: 500, onClose: () => agent.destroy() },
+    createApp({ config, logger, verifier: createJwtVerifier(oidcSettings(config)), upstreamPool: pool }),
+    { port: config.PORT, logger, shutdownGraceMs: 500, onClose: () => pool.destroy() },
   );
   const browser = await launchChromium();
   return {

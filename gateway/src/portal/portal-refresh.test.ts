@@ -1,4 +1,3 @@
-import http from "node:http";
 import pino from "pino";
 import { createClient } from "redis";
 import request from "supertest";
@@ -9,7 +8,7 @@ import {
   uniqueEmail,
   type TestUser,
 } from "@cgs/shared/testing/keycloak";
-import { createApp } from "../app";
+import { createApp, createGatewayUpstreamPool } from "../app";
 import { loadGatewayConfig, type GatewayConfig } from "../config";
 import { closedPortUrl, startFakeUpstream, type FakeUpstream } from "../../../test/harnesses/gateway-harness";
 import { createOidcClient, type OidcClient } from "./oidc-login";
@@ -234,18 +233,18 @@ describeKeycloak("portal browser session refresh (real Keycloak)", () => {
     });
     await redis.connect();
     const startReplica = async (port: number) => {
-      const agent = new http.Agent({ keepAlive: true });
+      const pool = createGatewayUpstreamPool(config);
       return startServer(
         createApp({
           config,
           logger,
           // No clock tolerance, so a token is refused as soon as its exp has passed.
           verifier: createJwtVerifier({ ...oidcSettings(config), clockToleranceSeconds: 0 }),
-          upstreamAgent: agent,
+          upstreamPool: pool,
           oidc: counted,
           redis: { sendCommand: (args) => redis.sendCommand(args) },
         }),
-        { port, logger, shutdownGraceMs: 500, onClose: () => agent.destroy() },
+        { port, logger, shutdownGraceMs: 500, onClose: () => pool.destroy() },
       );
     };
     gateway = await startReplica(config.PORT);

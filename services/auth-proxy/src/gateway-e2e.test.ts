@@ -1,10 +1,9 @@
-import http from "node:http";
 import pino from "pino";
 import { createJwtVerifier, oidcSettings, startServer, type RunningServer } from "@cgs/shared";
 import { createTestUser, passwordGrant, uniqueEmail, type TestUser } from "@cgs/shared/testing/keycloak";
 import { waitForMail } from "@cgs/shared/testing/mail";
 import { TEST_ALLOWED_AZP_ENV } from "@cgs/shared/testing/tokens";
-import { createApp as createGatewayApp } from "../../../gateway/src/app";
+import { createApp as createGatewayApp, createGatewayUpstreamPool } from "../../../gateway/src/app";
 import { loadGatewayConfig } from "../../../gateway/src/config";
 import { closedPortUrl } from "../../../test/harnesses/gateway-harness";
 import { startTestAccounts, type TestAccountsServer } from "../../../test/harnesses/accounts-server";
@@ -35,15 +34,15 @@ async function startGateway(env: Record<string, string> = {}): Promise<RunningSe
     BILLING_URL: down,
     ...env,
   });
-  const agent = new http.Agent({ keepAlive: true });
+  const pool = createGatewayUpstreamPool(config);
   const gateway = await startServer(
     createGatewayApp({
       config,
       logger,
       verifier: createJwtVerifier(oidcSettings(config)),
-      upstreamAgent: agent,
+      upstreamPool: pool,
     }),
-    { port: 0, logger, shutdownGraceMs: 500, onClose: () => agent.destroy() },
+    { port: 0, logger, shutdownGraceMs: 500, onClose: () => pool.destroy() },
   );
   gateways.push(gateway);
   return gateway;

@@ -21,7 +21,7 @@ import {
   TEST_ALLOWED_AZP_ENV,
   type TestIdentityProvider,
 } from "@cgs/shared/testing/tokens";
-import { createApp as createGatewayApp } from "../../../../gateway/src/app";
+import { createApp as createGatewayApp, createGatewayUpstreamPool } from "../../../../gateway/src/app";
 import { loadGatewayConfig } from "../../../../gateway/src/config";
 import { closedPortUrl, gatewayTestEnv } from "../../../../test/harnesses/gateway-harness";
 import { createApp, type SessionsContext } from "../app";
@@ -223,18 +223,18 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
       options.gatewayEnv,
     ),
   );
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const pool = createGatewayUpstreamPool(gatewayConfig);
   const gatewayApp = createGatewayApp({
     config: gatewayConfig,
     logger,
     verifier: createJwtVerifier(oidcSettings(gatewayConfig)),
-    upstreamAgent: agent,
+    upstreamPool: pool,
   });
   const gateway = await startServer(gatewayApp, {
     port: 0,
     logger,
     shutdownGraceMs: 1_000,
-    onClose: () => agent.destroy(),
+    onClose: () => pool.destroy(),
   });
   closers.unshift(() => gateway.stop());
 
