@@ -1,14 +1,11 @@
 import type { Request, RequestHandler, Response } from "express";
 import { rateLimit, type Store } from "express-rate-limit";
 import type { Logger } from "pino";
-import { RedisStore } from "rate-limit-redis";
 import { AppError, metrics, type RateLimitExtension } from "@cgs/shared";
 import { FallbackStore } from "./fallback-rate-limit-store";
+import { RedisHitCounter, RedisRateLimitStore, type RedisCommandSender } from "./redis-rate-limit-store";
 
-/** The one thing the limiter needs from a Redis client (node-redis: `(args) => client.sendCommand(args)`). */
-export interface RedisCommandSender {
-  sendCommand(args: string[]): Promise<unknown>;
-}
+export type { RedisCommandSender } from "./redis-rate-limit-store";
 
 export interface RateLimitSettings {
   windowMs: number;
@@ -40,16 +37,6 @@ function secondsUntil(resetTime: Date | undefined, windowMs: number): number {
   return Math.max(1, Math.ceil((resetTime.getTime() - Date.now()) / 1000));
 }
 
-class RedisTimeout extends Error {}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new RedisTimeout(`redis command timed out after ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
 /**
  * One express-rate-limit instance per bucket, each with its own counter namespace (Redis prefix
  * `cgs:rl:<bucket>:`), so read, write, poll and public buckets never share counts. With Redis every
@@ -64,18 +51,11 @@ export function createRateLimiters(
 ): RateLimiters {
   const replicas = Math.max(1, settings.replicas ?? 1);
   const redisTimeoutMs = settings.redisTimeoutMs ?? 250;
+  // Every bucket's counters go to Redis together, one script call per event-loop turn.
+  const counter = redis && new RedisHitCounter(redis, redisTimeoutMs);
   const storeFor = (name: BucketName): FallbackStore | undefined => {
-    if (!redis) return undefined;
-    const shared = new RedisStore({
-      prefix: `cgs:rl:${name}:`,
-      sendCommand: (...args: string[]) =>
-        withTimeout(redis.sendCommand(args) as Promise<string | number>, redisTimeoutMs),
-    });
-    // The store loads its Lua script at once; a failure there is retried on the next increment.
-    (shared as unknown as { incrementScriptSha: Promise<unknown> }).incrementScriptSha?.catch(
-      () => undefined,
-    );
-    (shared as unknown as { getScriptSha: Promise<unknown> }).getScriptSha?.catch(() => undefined);
+    if (!counter) return undefined;
+    const shared = new RedisRateLimitStore(counter, `cgs:rl:${name}:`);
     return new FallbackStore(shared, {
       retryAfterMs: settings.redisRetryMs ?? 1_000,
       onStateChange: (usingFallback, err) =>
