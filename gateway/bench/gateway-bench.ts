@@ -15,13 +15,20 @@
  * self-time functions are printed.
  * Needs nginx and wrk (`apt-get install nginx-light wrk`; test/run-benchmarks.sh installs them) and Redis.
  */
-import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
+import { execFile, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { parse } from "yaml";
 import { startTestIdentityProvider } from "@cgs/shared/testing/tokens";
 import { startOtlpReceiver } from "@cgs/shared/testing/tracing";
+import {
+  GATEWAY_NODE,
+  memoryCgroup,
+  nodeVersion,
+  productionGateway,
+  quantityBytes,
+  spawnNode,
+} from "../../test/bench/production-gateway";
 import { formatNumber, reportRows } from "../../test/bench/results";
 import { closedPortUrl } from "../../test/harnesses/gateway-harness";
 
@@ -39,11 +46,6 @@ const RSS_EVERY_MS = 10_000;
 const CONNECTIONS = 32;
 /** The production sampling ratio the chart sets (parent-based, 10 % of new traces). */
 const SAMPLER_ARG = process.env.BENCH_SAMPLER_ARG ?? "0.1";
-/**
- * The runtime the gateway runs on: the images' (Node 24, from test/peers/node24.sh, which npm run bench passes
- * here) unless told otherwise; the same build on this process's Node is measured too, for comparison.
- */
-const GATEWAY_NODE = process.env.BENCH_GATEWAY_NODE || process.execPath;
 
 export interface WrkResult {
   rps: number;
@@ -120,57 +122,7 @@ function startNode(
   nodeBin = process.execPath,
   cgroup?: string,
 ): ChildProcess {
-  const options = { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "inherit"] as const };
-  // The shell joins the cgroup, then becomes node: the pid (and so RSS and CPU) is node's.
-  return cgroup
-    ? spawn("sh", ["-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup, nodeBin, ...args], options)
-    : spawn(nodeBin, args, options);
-}
-
-/** "512Mi" → bytes. */
-function quantityBytes(quantity: string): number {
-  const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(quantity);
-  if (!m) throw new Error(`unsupported memory quantity ${quantity}`);
-  return Number(m[1]) * { Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, "": 1 }[m[2] ?? ""]!;
-}
-
-interface ChartValues {
-  serviceDefaults?: { resources?: { limits?: { memory?: string } } };
-  services?: { gateway?: { resources?: { limits?: { memory?: string } }; env?: Record<string, string> } };
-}
-
-/**
- * How the prod chart runs the gateway: its container's memory limit (its own, else the services' default) and
- * its NODE_OPTIONS, from values.yaml overlaid with values-prod.yaml, the way helm merges them.
- */
-function productionGateway(): { memoryLimit: string; nodeOptions: string } {
-  const read = (file: string) =>
-    parse(readFileSync(path.join(root, "charts", "cgs-platform", file), "utf8")) as ChartValues;
-  const layers = [read("values.yaml"), read("values-prod.yaml")];
-  const last = <T>(pick: (v: ChartValues) => T | undefined): T | undefined =>
-    layers.map(pick).reduce<T | undefined>((found, value) => value ?? found, undefined);
-  const memoryLimit =
-    last((v) => v.services?.gateway?.resources?.limits?.memory) ??
-    last((v) => v.serviceDefaults?.resources?.limits?.memory);
-  if (!memoryLimit) throw new Error("the chart sets no memory limit for the gateway");
-  return { memoryLimit, nodeOptions: last((v) => v.services?.gateway?.env?.NODE_OPTIONS) ?? "" };
-}
-
-/**
- * A memory cgroup (v1) with the pod's limit, so Node sizes its heap from the limit as it does in the pod
- * (on a 24 GiB machine it would size it from the machine). Undefined where the machine does not allow one.
- */
-function memoryCgroup(limitBytes: number, name: string): string | undefined {
-  try {
-    const own = /^\d+:memory:(.*)$/m.exec(readFileSync("/proc/self/cgroup", "utf8"))?.[1];
-    if (own === undefined) return undefined;
-    const dir = path.join("/sys/fs/cgroup/memory", own, `cgs-gateway-bench-${process.pid}-${name}`);
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(path.join(dir, "memory.limit_in_bytes"), String(limitBytes));
-    return dir;
-  } catch {
-    return undefined;
-  }
+  return spawnNode(nodeBin, args, { cwd, env: { ...process.env, ...env } }, cgroup);
 }
 
 async function waitFor(url: string, child?: ChildProcess): Promise<void> {
@@ -323,10 +275,6 @@ function startGateway(
     options.nodeBin ?? GATEWAY_NODE,
     options.cgroup,
   );
-}
-
-function nodeVersion(bin: string): string {
-  return spawnSync(bin, ["--version"], { encoding: "utf8" }).stdout.trim();
 }
 
 async function main(): Promise<void> {

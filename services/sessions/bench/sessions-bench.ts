@@ -7,15 +7,17 @@
  *
  * 1. Poll: the sessions service and the gateway run as their built processes the way production starts them
  *    (telemetry preloaded, sampling 10 %, spans to an in-process OTLP receiver; log level info), the service on
- *    PostgreSQL. wrk (-t2 -c32) spreads the polls over 100 accounts, each with a running session, straight to the
+ *    PostgreSQL. The gateway runs on BENCH_GATEWAY_NODE (npm run bench passes the images' Node 24) with the prod
+ *    chart's NODE_OPTIONS and memory limit, as in gateway-bench. The service stays on this script's Node, the one
+ *    its recorded pre-issue-13 figure was measured on. wrk (-t2 -c32) spreads the polls over 100 accounts, each with a running session, straight to the
  *    service and through the gateway (JWT, Redis limits, validation, forward). Rows: direct vs through the
  *    gateway (target ≥ 0.8×), direct vs the figure recorded on the service before issue 13 (target ≥ 4×).
  *    With --profile the service runs under `node --cpu-prof` and its self time is printed by package.
  * 2. Reconciler cloud calls (skipped with --poll-only) and wall time per tick at 10, 1,000 and 10,000 active sessions on the simulator.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { openDatabase } from "@cgs/shared";
@@ -23,6 +25,14 @@ import { createTestDatabase } from "@cgs/shared/testing/db";
 import { startTestIdentityProvider, TEST_ALLOWED_AZP_ENV } from "@cgs/shared/testing/tokens";
 import { startOtlpReceiver } from "@cgs/shared/testing/tracing";
 import { formatNumber, reportRows, type BenchRow } from "../../../test/bench/results";
+import {
+  GATEWAY_NODE,
+  memoryCgroup,
+  nodeVersion,
+  productionGateway,
+  quantityBytes,
+  spawnNode,
+} from "../../../test/bench/production-gateway";
 import { runWrk, type LoadResult } from "../../../test/bench/wrk";
 import { closedPortUrl } from "../../../test/harnesses/gateway-harness";
 import * as schema from "../src/data/schema";
@@ -51,12 +61,18 @@ const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) :
 const rps = (r: LoadResult) => `${formatNumber(r.rps)} req/s`;
 const latency = (r: LoadResult) => `p50 ${fmt(r.p50ms, 2)} ms, p99 ${fmt(r.p99ms, 2)} ms`;
 
-function startProcess(dir: string, args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [...args, "--import", "@cgs/shared/dist/telemetry.js", "dist/main.js"], {
-    cwd: path.join(root, dir),
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
+function startProcess(
+  dir: string,
+  args: string[],
+  env: Record<string, string>,
+  runtime: { nodeBin?: string; cgroup?: string } = {},
+): ChildProcess {
+  return spawnNode(
+    runtime.nodeBin ?? process.execPath,
+    [...args, "--import", "@cgs/shared/dist/telemetry.js", "dist/main.js"],
+    { cwd: path.join(root, dir), env: { ...process.env, ...env } },
+    runtime.cgroup,
+  );
 }
 
 async function waitReady(url: string, child: ChildProcess): Promise<void> {
@@ -127,6 +143,8 @@ async function pollBenchmark(): Promise<void> {
     OTEL_TRACES_SAMPLER_ARG: "0.1",
   };
   const children: ChildProcess[] = [];
+  const gatewayRuntime = productionGateway();
+  const gatewayCgroup = memoryCgroup(quantityBytes(gatewayRuntime.memoryLimit), "sessions-gateway");
   try {
     const sessions = startProcess(
       "services/sessions",
@@ -154,18 +172,25 @@ async function pollBenchmark(): Promise<void> {
     );
     children.push(sessions);
     await waitReady(sessionsUrl, sessions);
-    const gateway = startProcess("gateway", [], {
-      ...common,
-      // development: the gateway's production-only secrets (portal cookies) are irrelevant here.
-      NODE_ENV: "development",
-      OTEL_SERVICE_NAME: "gateway-bench",
-      PORT: new URL(gatewayUrl).port,
-      METRICS_PORT: "0",
-      SESSIONS_URL: sessionsUrl,
-      // Limits stay on (every poll counts in Redis) but high enough that the run measures the path.
-      RATE_LIMIT_POLL: "1000000000",
-      REDIS_URL: process.env.REDIS_URL || "redis://127.0.0.1:6379",
-    });
+    // The gateway as production runs it: the images' Node, the prod chart's NODE_OPTIONS and memory limit.
+    const gateway = startProcess(
+      "gateway",
+      [],
+      {
+        ...common,
+        NODE_OPTIONS: gatewayRuntime.nodeOptions,
+        // development: the gateway's production-only secrets (portal cookies) are irrelevant here.
+        NODE_ENV: "development",
+        OTEL_SERVICE_NAME: "gateway-bench",
+        PORT: new URL(gatewayUrl).port,
+        METRICS_PORT: "0",
+        SESSIONS_URL: sessionsUrl,
+        // Limits stay on (every poll counts in Redis) but high enough that the run measures the path.
+        RATE_LIMIT_POLL: "1000000000",
+        REDIS_URL: process.env.REDIS_URL || "redis://127.0.0.1:6379",
+      },
+      { nodeBin: GATEWAY_NODE, cgroup: gatewayCgroup },
+    );
     children.push(gateway);
     await waitReady(gatewayUrl, gateway);
 
@@ -230,7 +255,10 @@ async function pollBenchmark(): Promise<void> {
         value: `${rps(single)}; ${latency(single)}`,
       },
     ];
-    reportRows("Sessions: poll (wrk -t2 -c32, telemetry at 10 %, PostgreSQL)", rows);
+    reportRows(
+      `Sessions: poll (wrk -t2 -c32, telemetry at 10 %, PostgreSQL; the service on Node v${process.versions.node}, the gateway on Node ${nodeVersion(GATEWAY_NODE)}${gatewayCgroup ? ` in a ${gatewayRuntime.memoryLimit} memory cgroup` : ""}, NODE_OPTIONS ${gatewayRuntime.nodeOptions || "none"})`,
+      rows,
+    );
 
     if (profile) {
       await stopProcess(sessions);
@@ -242,6 +270,7 @@ async function pollBenchmark(): Promise<void> {
     }
   } finally {
     await Promise.all(children.map(stopProcess));
+    if (gatewayCgroup) rmdirSync(gatewayCgroup);
     await db.drop();
     await traces.close();
     await idp.close();
