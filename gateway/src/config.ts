@@ -47,7 +47,7 @@ export const gatewayEnvSchema = z.object({
       "Redis for rate-limit counters shared by every gateway replica; unset = in-memory (single replica)",
     ),
   REDIS_COMMAND_TIMEOUT_MS: envInt(250, 1).describe(
-    "Max wait for one Redis rate-limit command; past it this replica counts on its own, in ms",
+    "Max wait for one Redis rate-limit call (one per event-loop turn covers every key); past it this replica counts on its own, in ms",
   ),
   GATEWAY_REPLICAS: envInt(1, 1).describe(
     "Gateway replicas sharing the Redis budget; while Redis is unreachable each replica allows limit / replicas",
