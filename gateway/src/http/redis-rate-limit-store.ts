@@ -50,6 +50,10 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
+function rejectAll(slice: [string, PendingKey][], err: unknown): void {
+  for (const [, entry] of slice) for (const waiter of entry.waiters) waiter.reject(err);
+}
+
 const isNoScript = (err: unknown): boolean => err instanceof Error && err.message.startsWith("NOSCRIPT");
 
 /**
@@ -106,17 +110,14 @@ export class RedisHitCounter {
         this.timeoutMs,
       ).then(
         (reply) => this.settle(slice, reply),
-        (err: unknown) => {
-          for (const [, entry] of slice) for (const waiter of entry.waiters) waiter.reject(err);
-        },
+        (err: unknown) => rejectAll(slice, err),
       );
     }
   }
 
   private settle(slice: [string, PendingKey][], reply: unknown): void {
     if (!Array.isArray(reply) || reply.length !== slice.length * 2) {
-      const err = new TypeError("unexpected reply from the rate-limit script");
-      for (const [, entry] of slice) for (const waiter of entry.waiters) waiter.reject(err);
+      rejectAll(slice, new TypeError("unexpected reply from the rate-limit script"));
       return;
     }
     slice.forEach(([, entry], i) => {
