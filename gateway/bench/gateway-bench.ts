@@ -26,7 +26,6 @@ import {
   memoryCgroup,
   nodeVersion,
   productionGateway,
-  quantityBytes,
   spawnNode,
 } from "../../test/bench/production-gateway";
 import { formatNumber, reportRows } from "../../test/bench/results";
@@ -296,8 +295,8 @@ async function main(): Promise<void> {
   const path_ = "/api/v1/sessions/poll";
   const { memoryLimit, nodeOptions } = productionGateway();
   // One group per gateway process, each with the pod's limit, as each pod has its own.
-  const cgroup = memoryCgroup(quantityBytes(memoryLimit), "telemetry");
-  const plainCgroup = cgroup && memoryCgroup(quantityBytes(memoryLimit), "plain");
+  const cgroup = memoryCgroup(memoryLimit, "telemetry");
+  const plainCgroup = cgroup && memoryCgroup(memoryLimit, "plain");
   try {
     upstream = startNode(
       [

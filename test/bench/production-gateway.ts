@@ -17,7 +17,7 @@ const root = path.resolve(__dirname, "..", "..");
 export const GATEWAY_NODE = process.env.BENCH_GATEWAY_NODE || process.execPath;
 
 /** "512Mi" → bytes. */
-export function quantityBytes(quantity: string): number {
+function quantityBytes(quantity: string): number {
   const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(quantity);
   if (!m) throw new Error(`unsupported memory quantity ${quantity}`);
   return Number(m[1]) * { Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, "": 1 }[m[2] ?? ""]!;
@@ -46,10 +46,12 @@ export function productionGateway(): { memoryLimit: string; nodeOptions: string 
 }
 
 /**
- * A memory cgroup (v1) with the pod's limit, so Node sizes its heap from the limit as it does in the pod
- * (on a 24 GiB machine it would size it from the machine). Undefined where the machine does not allow one.
+ * A memory cgroup (v1) with the pod's limit (a Kubernetes quantity, "512Mi"), so Node sizes its heap from the limit
+ * as it does in the pod (on a 24 GiB machine it would size it from the machine). Undefined where the machine does
+ * not allow one.
  */
-export function memoryCgroup(limitBytes: number, name: string): string | undefined {
+export function memoryCgroup(memoryLimit: string, name: string): string | undefined {
+  const limitBytes = quantityBytes(memoryLimit);
   try {
     const own = /^\d+:memory:(.*)$/m.exec(readFileSync("/proc/self/cgroup", "utf8"))?.[1];
     if (own === undefined) return undefined;
