@@ -177,7 +177,6 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): Forwarder {
   return (req, res, next, target) => {
     const base = baseOf(target.upstream);
     const headers = upstreamRequestHeaders(req, res, target, base.host);
-    const log = (req as { log?: Logger }).log ?? logger;
     const dispatchOptions: Dispatcher.DispatchOptions = {
       origin: base.origin,
       path: `${base.prefix}${req.originalUrl}`,
@@ -237,6 +236,8 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): Forwarder {
             return;
           }
           const timedOut = TIMED_OUT.has(err.code ?? "");
+          // req.log makes the request's child logger: only here, on failure.
+          const log = (req as { log?: Logger }).log ?? logger;
           log.warn({ owner: target.owner, code: err.code, reason: err.message }, "upstream request failed");
           next(
             AppError.unavailable(

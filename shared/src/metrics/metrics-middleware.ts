@@ -66,7 +66,8 @@ export function metricsMiddleware(routeOf: RouteTemplateOf = expressRoute): Requ
 
   return (_req, res, next) => {
     (res as unknown as Timed)[STARTED] = performance.now();
-    res.once("finish", onFinish);
+    // A response finishes once; `on` spares the wrapper `once` makes per request.
+    res.on("finish", onFinish);
     next();
   };
 }
