@@ -90,12 +90,15 @@ describe("createJwtVerifier", () => {
     expect(idp.jwksRequests).toBe(before + 1);
   });
 
-  it("when a token was verified before, then it is accepted again only until its exp", async () => {
+  it("when a token was verified before, then it is accepted again (from the cache, without waiting) only until its exp", async () => {
     const strict = verifierFor({ clockToleranceSeconds: 0 });
     const token = await idp.sign({ sub: "short-lived", exp: now() + 2 });
+    expect(strict.cached(token)).toBeUndefined();
     await expect(strict.verify(token)).resolves.toMatchObject({ identityUserId: "short-lived" });
+    expect(strict.cached(token)).toMatchObject({ identityUserId: "short-lived" });
     await expect(strict.verify(token)).resolves.toMatchObject({ identityUserId: "short-lived" });
     await new Promise((resolve) => setTimeout(resolve, 3_100));
+    expect(strict.cached(token)).toBeUndefined();
     await expect(strict.verify(token)).rejects.toMatchObject({ code: "UNAUTHENTICATED", status: 401 });
   });
 
