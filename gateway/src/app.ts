@@ -1,6 +1,6 @@
 import http from "node:http";
 import type { Dispatcher } from "undici";
-import express, { type Request, type RequestHandler, type Response } from "express";
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
 import type { Logger } from "pino";
 import {
@@ -221,7 +221,7 @@ export function createApp(deps: GatewayDeps): http.RequestListener {
   // Bearer header, or the session cookie (writes only from PUBLIC_BASE_URL's origin); a browser whose
   // access cookie is missing or expired is refreshed from its refresh cookie under the same origin rule.
   // Failed attempts count against the client IP's bucket so credential guessing is limited too.
-  const authenticate: RequestHandler = async (req, res, next) => {
+  const authenticate: RequestHandler = (req, res, next) => {
     const route = routeOf(res);
     if (route.public) {
       next();
@@ -231,6 +231,26 @@ export function createApp(deps: GatewayDeps): http.RequestListener {
       cookieName: config.SESSION_COOKIE_NAME,
       allowedOrigin: config.PUBLIC_BASE_URL,
     });
+    // A token verified earlier (the usual case) is answered here, without a promise.
+    const known = credential && verifier.cached(credential.token);
+    if (known) {
+      const locals = res.locals as GatewayLocals;
+      locals.principal = known;
+      locals.accessToken = credential.token;
+      locals.credentialSource = credential.source;
+      next();
+      return;
+    }
+    return verifyOrRefresh(req, res, next, route, credential);
+  };
+
+  const verifyOrRefresh = async (
+    req: Request,
+    res: Response,
+    next: NextFunction,
+    route: RouteEntry,
+    credential: ReturnType<typeof extractToken>,
+  ): Promise<void> => {
     const locals = res.locals as GatewayLocals;
     try {
       if (credential) {

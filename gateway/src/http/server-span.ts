@@ -31,16 +31,17 @@ export function withServerSpans(listener: RequestListener): RequestListener {
       },
       parent,
     );
+    // A span the sampler left out records nothing: it needs no attributes and no listener to end it.
     if (span.isRecording()) {
       const userAgent = req.headers["user-agent"];
       if (userAgent) span.setAttribute("user_agent.original", userAgent);
+      res.once("close", () => {
+        span.setAttribute("http.response.status_code", res.statusCode);
+        if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+        else if (!res.writableFinished) span.setStatus({ code: SpanStatusCode.ERROR, message: "aborted" });
+        span.end();
+      });
     }
-    res.once("close", () => {
-      span.setAttribute("http.response.status_code", res.statusCode);
-      if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-      else if (!res.writableFinished) span.setStatus({ code: SpanStatusCode.ERROR, message: "aborted" });
-      span.end();
-    });
     context.with(trace.setSpan(parent, span), () => listener(req, res));
   };
 }
