@@ -7,8 +7,12 @@ import type { RequestHandler } from "express";
  * styles, XHR and forms only; no framing; no plugins.
  */
 export function securityHeaders(publicBaseUrl: string): RequestHandler {
-  const headers = Object.entries(helmetHeaders(publicBaseUrl));
-  // The headers never vary by request, so helmet runs once at start-up and each request only copies them.
+  // The headers never vary by request, so helmet runs once at start-up and each request only copies them. Names
+  // are lower-cased once here: node lower-cases every name it is given (a new string a header a request otherwise),
+  // and header names are case-insensitive (RFC 9110 §5.1).
+  const headers = Object.entries(helmetHeaders(publicBaseUrl)).map(
+    ([name, value]) => [name.toLowerCase(), value] as const,
+  );
   return (_req, res, next) => {
     for (const [name, value] of headers) res.setHeader(name, value!);
     next();
