@@ -40,14 +40,16 @@ export async function startServer(
 
   let stopping = false;
   const inFlight = new Set<http.ServerResponse>();
+  // One listener for every response (not a closure per request).
+  function settled(this: http.ServerResponse): void {
+    inFlight.delete(this);
+    if (stopping) setImmediate(() => server.closeIdleConnections());
+  }
   // Registered before the app so the Connection header is set before the app can answer.
   server.on("request", (_req: http.IncomingMessage, res: http.ServerResponse) => {
     inFlight.add(res);
     if (stopping) res.setHeader("Connection", "close");
-    res.on("close", () => {
-      inFlight.delete(res);
-      if (stopping) setImmediate(() => server.closeIdleConnections());
-    });
+    res.on("close", settled);
   });
   server.on("request", app as http.RequestListener);
 
