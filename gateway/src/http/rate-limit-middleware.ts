@@ -39,10 +39,10 @@ function secondsUntil(resetTime: Date | undefined, windowMs: number): number {
 
 /**
  * One limiter per bucket (express-rate-limit's stores and headers, a middleware of our own), each with its own
- * counter namespace (Redis prefix `cgs:rl:<bucket>:`), so read, write, poll and public buckets never share counts. With Redis every
- * gateway replica draws from the same budget; while Redis is down or hung each replica counts on its own
- * against limit/replicas, and the shared budget resumes when Redis answers again. Without Redis counts
- * are per process.
+ * counter namespace (Redis prefix `cgs:rl:<bucket>:`), so read, write, poll and public buckets never share
+ * counts. With Redis every gateway replica draws from the same budget; while Redis is down or hung each replica
+ * counts on its own against limit/replicas, and the shared budget resumes when Redis answers again. Without Redis
+ * counts are per process.
  */
 export function createRateLimiters(
   settings: RateLimitSettings,
@@ -75,10 +75,8 @@ export function createRateLimiters(
     const store: Store = fallback ?? new MemoryStore();
     store.init?.({ windowMs } as Options);
     const replicaShare = Math.max(1, Math.floor(limit / replicas));
-    const passOnError = (err: unknown): void =>
-      logger?.warn({ bucket: name, err }, "rate-limit counter failed; request allowed");
     // express-rate-limit's contract (count, then X-RateLimit-* headers, then 429 past the limit) in one callback:
-    // its middleware awaited five steps and re-ran its checks per request, a few percent of the gateway's CPU.
+    // its own middleware awaited five steps a request, a few percent of the gateway's CPU.
     return (req, res, next) => {
       let counted: Promise<{ totalHits: number; resetTime?: Date }>;
       try {
@@ -87,28 +85,31 @@ export function createRateLimiters(
         next(err);
         return;
       }
-      counted.then(
-        ({ totalHits, resetTime }) => {
-          const allowed = fallback?.usingFallback() ? replicaShare : limit;
-          if (!res.headersSent) {
-            res.setHeader("X-RateLimit-Limit", String(allowed));
-            res.setHeader("X-RateLimit-Remaining", String(Math.max(allowed - totalHits, 0)));
-            if (resetTime) res.setHeader("X-RateLimit-Reset", String(Math.ceil(resetTime.getTime() / 1000)));
-          }
-          if (totalHits <= allowed) {
+      counted
+        .then(
+          ({ totalHits, resetTime }) => {
+            const allowed = fallback?.usingFallback() ? replicaShare : limit;
+            if (!res.headersSent) {
+              res.setHeader("X-RateLimit-Limit", String(allowed));
+              res.setHeader("X-RateLimit-Remaining", String(Math.max(allowed - totalHits, 0)));
+              if (resetTime)
+                res.setHeader("X-RateLimit-Reset", String(Math.ceil(resetTime.getTime() / 1000)));
+            }
+            if (totalHits <= allowed) {
+              next();
+              return;
+            }
+            metrics.rateLimitRejections.labels(name).inc();
+            const wait = secondsUntil(resetTime, windowMs);
+            next(AppError.rateLimited(wait, `Too many requests; retry in ${wait} seconds`));
+          },
+          // The fallback store already absorbs Redis failures; never fail a request because of a counter.
+          (err: unknown) => {
+            logger?.warn({ bucket: name, err }, "rate-limit counter failed; request allowed");
             next();
-            return;
-          }
-          metrics.rateLimitRejections.labels(name).inc();
-          const wait = secondsUntil(resetTime, windowMs);
-          next(AppError.rateLimited(wait, `Too many requests; retry in ${wait} seconds`));
-        },
-        // The fallback store already absorbs Redis failures; never fail a request because of a counter.
-        (err: unknown) => {
-          passOnError(err);
-          next();
-        },
-      );
+          },
+        )
+        .catch(next);
     };
   };
 
