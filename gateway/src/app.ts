@@ -325,11 +325,10 @@ export function createApp(deps: GatewayDeps): http.RequestListener {
   );
   // An operation without parameters or body has nothing to check in a request without query or body; the
   // validator's own pass over it was a measurable share of each poll's CPU.
-  const withoutInputs = new Set(
-    table.routes.filter((r) => !declaresInputs(doc, r)).map((r) => `${r.method} ${r.path}`),
-  );
+  // The table's own entries (match returns them), so the check makes no key per request.
+  const withoutInputs = new Set(table.routes.filter((r) => !declaresInputs(doc, r)));
   const nothingToValidate = (req: Request, route: RouteEntry): boolean =>
-    withoutInputs.has(`${route.method} ${route.path}`) &&
+    withoutInputs.has(route) &&
     !req.url.includes("?") &&
     (req.headers["content-length"] === undefined || req.headers["content-length"] === "0") &&
     req.headers["transfer-encoding"] === undefined;
