@@ -10,8 +10,9 @@
  *    PostgreSQL. The gateway runs on BENCH_GATEWAY_NODE (npm run bench passes the images' Node 24) with the prod
  *    chart's NODE_OPTIONS and memory limit, as in gateway-bench. The service stays on this script's Node, the one
  *    its recorded pre-issue-13 figure was measured on. wrk (-t2 -c32) spreads the polls over 100 accounts, each
- *    with a running session, straight to the service and through the gateway (JWT, Redis limits, validation, forward). Rows: direct vs through the
- *    gateway (target ≥ 0.8×), direct vs the figure recorded on the service before issue 13 (target ≥ 4×).
+ *    with a running session, straight to the service and through the gateway (JWT, Redis limits, validation,
+ *    forward). Rows: direct vs through the gateway (target ≥ 0.8×), direct vs the figure recorded on the service
+ *    before issue 13 (target ≥ 4×).
  *    With --profile the service runs under `node --cpu-prof` and its self time is printed by package.
  * 2. Reconciler cloud calls (skipped with --poll-only) and wall time per tick at 10, 1,000 and 10,000 active sessions on the simulator.
  */

@@ -128,14 +128,12 @@ function accessLogWriter(logger: Logger): (level: Level, state: AccessState, res
  */
 export function loggingMiddleware(logger: Logger): RequestHandler {
   const write = accessLogWriter(logger);
-  const { info, warn, error } = logger.levels.values as Record<Level, number>;
 
   function onClose(this: ServerResponse): void {
     const state = (this.req as Tracked)[ACCESS];
     if (!state) return;
     const level: Level = !this.writableFinished ? "warn" : this.statusCode >= 500 ? "error" : "info";
-    if (logger.levelVal <= (level === "info" ? info : level === "warn" ? warn : error))
-      write(level, state, this);
+    if (logger.isLevelEnabled(level)) write(level, state, this);
   }
 
   return (req, res, next) => {
