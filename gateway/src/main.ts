@@ -70,7 +70,10 @@ async function main(): Promise<void> {
     onClose: [
       () => upstreamPool.destroy(),
       async () => {
-        if (redis?.isOpen) await redis.quit().catch(() => undefined);
+        if (!redis?.isOpen) return;
+        // quit() waits for Redis's answer; while Redis is unreachable the client is reconnecting and would wait
+        // forever, so the process would never exit. Without a connection there is nothing to flush: drop it.
+        await (redis.isReady ? redis.quit() : redis.disconnect()).catch(() => undefined);
       },
       () => metricsServer.close(),
     ],

@@ -4,6 +4,7 @@ import path from "node:path";
 import { createClient } from "redis";
 import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
 import {
+  closedPortUrl,
   gatewayTestEnv,
   startFakeUpstream,
   startTestGateway,
@@ -79,7 +80,7 @@ describe("rate limits shared through Redis", () => {
       await upstream?.close();
     });
 
-    async function startProcess(): Promise<{ url: string; child: ChildProcess }> {
+    async function startProcess(redisUrl = REDIS_URL): Promise<{ url: string; child: ChildProcess }> {
       const env = {
         ...process.env,
         ...gatewayTestEnv(idp, {
@@ -89,7 +90,7 @@ describe("rate limits shared through Redis", () => {
           "auth-proxy": upstream.url,
         }),
         LOG_LEVEL: "info",
-        REDIS_URL,
+        REDIS_URL: redisUrl,
         // Two gateways on one machine: each takes a free metrics port.
         METRICS_PORT: "0",
         TSX_TSCONFIG_PATH: path.join(repoRoot, "tsconfig.test.json"),
@@ -136,6 +137,21 @@ describe("rate limits shared through Redis", () => {
       a.child.kill("SIGTERM");
       b.child.kill("SIGTERM");
       expect(await Promise.all(exits)).toEqual([0, 0]);
+    });
+
+    it("when Redis is unreachable, then the gateway serves with its own counters and SIGTERM still stops it", async () => {
+      upstream ??= await startFakeUpstream("any");
+      const nobody = new URL(await closedPortUrl());
+      const gateway = await startProcess(`redis://${nobody.host}`);
+      const token = await idp.sign({ sub: `no-redis-${randomUUID()}` });
+      expect(await write(gateway.url, token)).toEqual({ status: 200, remaining: "19" });
+
+      const exited = new Promise<number | null>((resolve) => gateway.child.once("exit", resolve));
+      const started = Date.now();
+      gateway.child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+      // Well inside the drain grace (10 s) and a pod's termination grace: nothing waits for Redis.
+      expect(Date.now() - started).toBeLessThan(5_000);
     });
   });
 });
