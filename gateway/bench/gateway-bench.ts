@@ -19,6 +19,7 @@ import { execFile, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { createClient } from "redis";
 import { startTestIdentityProvider } from "@cgs/shared/testing/tokens";
 import { startOtlpReceiver } from "@cgs/shared/testing/tracing";
 import {
@@ -45,6 +46,7 @@ const RSS_EVERY_MS = 10_000;
 const CONNECTIONS = 32;
 /** The production sampling ratio the chart sets (parent-based, 10 % of new traces). */
 const SAMPLER_ARG = process.env.BENCH_SAMPLER_ARG ?? "0.1";
+const REDIS_URL = process.env.REDIS_URL || "redis://127.0.0.1:6379";
 
 export interface WrkResult {
   rps: number;
@@ -264,7 +266,7 @@ function startGateway(
       AUTH_PROXY_URL: upstreamUrl,
       // Limits stay on (every request counts in Redis) but high enough that the run measures the gateway.
       RATE_LIMIT_POLL: "1000000000",
-      REDIS_URL: process.env.REDIS_URL || "redis://127.0.0.1:6379",
+      REDIS_URL,
       OTEL_SERVICE_NAME: "gateway-bench",
       OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint,
       OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
@@ -276,7 +278,27 @@ function startGateway(
   );
 }
 
+/** Without Redis the gateway would count limits locally: the run would measure another path, so it stops here. */
+async function requireRedis(): Promise<void> {
+  const client = createClient({
+    url: REDIS_URL,
+    socket: { connectTimeout: 2_000, reconnectStrategy: false },
+  });
+  client.on("error", () => undefined);
+  try {
+    await client.connect();
+    await client.ping();
+  } catch (err) {
+    throw new Error(
+      `Redis must answer at ${REDIS_URL} (start it with: bash test/peers/up.sh redis): ${String(err)}`,
+    );
+  } finally {
+    if (client.isOpen) await client.quit();
+  }
+}
+
 async function main(): Promise<void> {
+  await requireRedis();
   const idp = await startTestIdentityProvider();
   const traces = await startOtlpReceiver();
   const dir = mkdtempSync(path.join(os.tmpdir(), "cgs-gateway-bench-"));
