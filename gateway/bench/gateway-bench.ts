@@ -420,6 +420,10 @@ async function main(): Promise<void> {
       if (file) {
         console.log(`gateway CPU profile (${path.join(dir, file)}), top self time:`);
         for (const line of topSelfTime(path.join(dir, file))) console.log(`  ${line}`);
+      } else {
+        console.log(
+          "no gateway CPU profile: node writes it on exit, and the gateway did not exit on SIGTERM",
+        );
       }
     } else {
       await stop(gateway);

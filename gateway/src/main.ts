@@ -71,9 +71,21 @@ async function main(): Promise<void> {
       () => upstreamPool.destroy(),
       async () => {
         if (!redis?.isOpen) return;
-        // quit() waits for Redis's answer; while Redis is unreachable the client is reconnecting and would wait
-        // forever, so the process would never exit. Without a connection there is nothing to flush: drop it.
-        await (redis.isReady ? redis.quit() : redis.disconnect()).catch(() => undefined);
+        // quit() waits for Redis's answer: while Redis is unreachable (the client reconnecting) or hung it would
+        // wait forever, and the process would never exit. Past the command timeout the connection is dropped.
+        const quit = redis.isReady
+          ? redis.quit().then(
+              () => true,
+              () => false,
+            )
+          : Promise.resolve(false);
+        let timer: NodeJS.Timeout | undefined;
+        const gaveUp = new Promise<false>((resolve) => {
+          timer = setTimeout(() => resolve(false), config.REDIS_COMMAND_TIMEOUT_MS);
+        });
+        const quitted = await Promise.race([quit, gaveUp]);
+        clearTimeout(timer);
+        if (!quitted && redis.isOpen) await redis.disconnect().catch(() => undefined);
       },
       () => metricsServer.close(),
     ],

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { createClient } from "redis";
+import { startOwnRedis } from "@cgs/shared/testing/own-redis";
 import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
 import {
   closedPortUrl,
@@ -152,6 +153,26 @@ describe("rate limits shared through Redis", () => {
       expect(await exited).toBe(0);
       // Well inside the drain grace (10 s) and a pod's termination grace: nothing waits for Redis.
       expect(Date.now() - started).toBeLessThan(5_000);
+    });
+
+    it("when Redis hangs, then SIGTERM stops the gateway without waiting for Redis's answer", async () => {
+      upstream ??= await startFakeUpstream("any");
+      const own = await startOwnRedis();
+      try {
+        const gateway = await startProcess(own.url);
+        const token = await idp.sign({ sub: `hung-redis-${randomUUID()}` });
+        expect((await write(gateway.url, token)).status).toBe(200);
+        own.hang();
+
+        const exited = new Promise<number | null>((resolve) => gateway.child.once("exit", resolve));
+        const started = Date.now();
+        gateway.child.kill("SIGTERM");
+        expect(await exited).toBe(0);
+        expect(Date.now() - started).toBeLessThan(5_000);
+      } finally {
+        own.resume();
+        await own.stop();
+      }
     });
   });
 });
