@@ -11,6 +11,7 @@ import {
 } from "@cgs/shared";
 import { createApp, createGatewayUpstreamPool } from "./app";
 import { loadGatewayConfig, type GatewayConfig } from "./config";
+import { withTimeout } from "./http/redis-rate-limit-store";
 
 async function main(): Promise<void> {
   let config: GatewayConfig;
@@ -73,19 +74,12 @@ async function main(): Promise<void> {
         if (!redis?.isOpen) return;
         // quit() waits for Redis's answer: while Redis is unreachable (the client reconnecting) or hung it would
         // wait forever, and the process would never exit. Past the command timeout the connection is dropped.
-        const quit = redis.isReady
-          ? redis.quit().then(
-              () => true,
-              () => false,
-            )
-          : Promise.resolve(false);
-        let timer: NodeJS.Timeout | undefined;
-        const gaveUp = new Promise<false>((resolve) => {
-          timer = setTimeout(() => resolve(false), config.REDIS_COMMAND_TIMEOUT_MS);
-        });
-        const quitted = await Promise.race([quit, gaveUp]);
-        clearTimeout(timer);
-        if (!quitted && redis.isOpen) await redis.disconnect().catch(() => undefined);
+        try {
+          if (!redis.isReady) throw new Error("redis is not connected");
+          await withTimeout(redis.quit(), config.REDIS_COMMAND_TIMEOUT_MS);
+        } catch {
+          if (redis.isOpen) await redis.disconnect().catch(() => undefined);
+        }
       },
       () => metricsServer.close(),
     ],

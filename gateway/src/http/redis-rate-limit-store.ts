@@ -42,7 +42,8 @@ interface PendingKey {
 
 class RedisTimeout extends Error {}
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+/** promise, or a RedisTimeout rejection after ms. */
+export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => reject(new RedisTimeout(`redis command timed out after ${ms} ms`)), ms);
