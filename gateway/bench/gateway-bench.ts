@@ -19,7 +19,6 @@ import { execFile, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { createClient } from "redis";
 import { startTestIdentityProvider } from "@cgs/shared/testing/tokens";
 import { startOtlpReceiver } from "@cgs/shared/testing/tracing";
 import {
@@ -30,7 +29,7 @@ import {
   spawnNode,
 } from "../../test/bench/production-gateway";
 import { formatNumber, reportRows } from "../../test/bench/results";
-import { closedPortUrl } from "../../test/harnesses/gateway-harness";
+import { closedPortUrl, connectRedis } from "../../test/harnesses/gateway-harness";
 
 const root = path.resolve(__dirname, "..", "..");
 // The gateway's own undici, for the bare proxy (the repository root may hold another version).
@@ -280,20 +279,11 @@ function startGateway(
 
 /** Without Redis the gateway would count limits locally: the run would measure another path, so it stops here. */
 async function requireRedis(): Promise<void> {
-  const client = createClient({
-    url: REDIS_URL,
-    socket: { connectTimeout: 2_000, reconnectStrategy: false },
-  });
-  client.on("error", () => undefined);
+  const client = await connectRedis(REDIS_URL);
   try {
-    await client.connect();
     await client.ping();
-  } catch (err) {
-    throw new Error(
-      `Redis must answer at ${REDIS_URL} (start it with: bash test/peers/up.sh redis): ${String(err)}`,
-    );
   } finally {
-    if (client.isOpen) await client.quit();
+    await client.quit();
   }
 }
 

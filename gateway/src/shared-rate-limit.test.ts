@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import path from "node:path";
-import { createClient } from "redis";
 import { startOwnRedis } from "@cgs/shared/testing/own-redis";
 import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
 import {
   closedPortUrl,
+  connectRedis,
   gatewayTestEnv,
   startFakeUpstream,
   startTestGateway,
@@ -22,22 +22,6 @@ beforeAll(async () => {
 });
 afterAll(() => idp.close());
 
-async function redisClient() {
-  const client = createClient({
-    url: REDIS_URL,
-    socket: { connectTimeout: 2_000, reconnectStrategy: false },
-  });
-  client.on("error", () => undefined);
-  try {
-    await client.connect();
-  } catch (err) {
-    throw new Error(
-      `Redis is required at ${REDIS_URL} (start it with: bash test/peers/up.sh redis): ${String(err)}`,
-    );
-  }
-  return client;
-}
-
 async function write(baseUrl: string, token: string): Promise<{ status: number; remaining: string | null }> {
   const res = await fetch(`${baseUrl}/api/v1/sessions/vpn-key`, {
     method: "POST",
@@ -49,7 +33,7 @@ async function write(baseUrl: string, token: string): Promise<{ status: number; 
 
 describe("rate limits shared through Redis", () => {
   it("when two gateway instances share Redis, then an account has one write budget across both", async () => {
-    const clients = [await redisClient(), await redisClient()];
+    const clients = [await connectRedis(REDIS_URL), await connectRedis(REDIS_URL)];
     const gateways: TestGateway[] = [];
     try {
       for (const client of clients) {

@@ -1,6 +1,7 @@
 import { freePort, listenLocally } from "@cgs/shared/testing/ports";
 import http from "node:http";
 import pino from "pino";
+import { createClient } from "redis";
 import { createJwtVerifier, oidcSettings, startServer, type RunningServer } from "@cgs/shared";
 import { TEST_ALLOWED_AZP_ENV, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
 import { createApp, createGatewayUpstreamPool, type GatewayDeps } from "../../gateway/src/app";
@@ -50,6 +51,23 @@ export async function startFakeUpstream(owner: string, handler?: UpstreamHandler
 /** A port nothing listens on (bound then released). */
 export async function closedPortUrl(): Promise<string> {
   return `http://127.0.0.1:${await freePort()}`;
+}
+
+/**
+ * A connected Redis client that does not reconnect (REDIS_URL, else the peer on 6379), or an error saying how to
+ * start Redis.
+ */
+export async function connectRedis(url = process.env.REDIS_URL || "redis://127.0.0.1:6379") {
+  const client = createClient({ url, socket: { connectTimeout: 2_000, reconnectStrategy: false } });
+  client.on("error", () => undefined);
+  try {
+    await client.connect();
+  } catch (err) {
+    throw new Error(
+      `Redis is required at ${url} (start it with: bash test/peers/up.sh redis): ${String(err)}`,
+    );
+  }
+  return client;
 }
 
 export interface TestGateway extends RunningServer {
