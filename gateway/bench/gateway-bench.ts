@@ -10,7 +10,8 @@
  * drifts by tens of percent within minutes, so the targets are measured in turn, round after round (3 rounds, 2 with
  * --quick), and each row is the median round, with the spread of the rounds beside it. The gateway's resident
  * size is sampled during its runs, and a soak (5 min at full load, 30 s with --quick, skipped with --no-soak)
- * samples it every 10 s. The gateway runs on BENCH_GATEWAY_NODE (npm run bench passes the images' Node 24) and once
+ * samples it every 10 s. The gateway's and nginx's CPU per request are also measured at 2 and 8 connections, where
+ * fewer requests share each wake-up of the process. The gateway runs on BENCH_GATEWAY_NODE (npm run bench passes the images' Node 24) and once
  * more on this script's Node for comparison. With --profile the gateway runs under `node --cpu-prof` and the profile's top
  * self-time functions are printed.
  * Needs nginx and wrk (`apt-get install nginx-light wrk`; test/run-benchmarks.sh installs them) and Redis.
@@ -28,6 +29,7 @@ import {
   productionGateway,
   spawnNode,
 } from "../../test/bench/production-gateway";
+import { cpuSeconds } from "../../test/bench/process-cpu";
 import { formatNumber, reportRows } from "../../test/bench/results";
 import { closedPortUrl, connectRedis } from "../../test/harnesses/gateway-harness";
 
@@ -43,6 +45,8 @@ const ROUNDS = quick ? 2 : 3;
 const SOAK_SECONDS = quick ? 30 : 300;
 const RSS_EVERY_MS = 10_000;
 const CONNECTIONS = 32;
+/** Lighter loads the gateway's CPU per request is also measured at (beside nginx's). */
+const FEWER_CONNECTIONS = [2, 8];
 /** The production sampling ratio the chart sets (parent-based, 10 % of new traces). */
 const SAMPLER_ARG = process.env.BENCH_SAMPLER_ARG ?? "0.1";
 const REDIS_URL = process.env.REDIS_URL || "redis://127.0.0.1:6379";
@@ -72,11 +76,24 @@ function ms(value: string, unit: string): number {
 }
 
 /** Runs wrk (without blocking this process, so RSS can be sampled meanwhile) and parses its --latency summary. */
-export async function wrk(url: string, token: string, seconds = SECONDS): Promise<WrkResult> {
+export async function wrk(
+  url: string,
+  token: string,
+  seconds = SECONDS,
+  connections = CONNECTIONS,
+): Promise<WrkResult> {
   const text = await new Promise<string>((resolve, reject) =>
     execFile(
       "wrk",
-      ["-t2", `-c${CONNECTIONS}`, `-d${seconds}s`, "--latency", "-H", `Authorization: Bearer ${token}`, url],
+      [
+        `-t${Math.min(2, connections)}`,
+        `-c${connections}`,
+        `-d${seconds}s`,
+        "--latency",
+        "-H",
+        `Authorization: Bearer ${token}`,
+        url,
+      ],
       { encoding: "utf8", timeout: (seconds + 30) * 1000 },
       (err, stdout, stderr) =>
         err ? reject(new Error(`wrk failed: ${stderr || err.message}`)) : resolve(stdout),
@@ -139,13 +156,6 @@ async function waitFor(url: string, child?: ChildProcess): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`${url} did not answer`);
-}
-
-/** CPU seconds (user + system) a process has used so far, from /proc (clock ticks of 10 ms). */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /** CPU time the processes spend per request of `work`'s wrk run, in µs: robust to other load on the machine. */
@@ -400,6 +410,19 @@ async function main(): Promise<void> {
       ROUNDS > 1
         ? ` (rounds ${formatNumber(Math.min(...runs.map((r) => r.rps)))}–${formatNumber(Math.max(...runs.map((r) => r.rps)))})`
         : "";
+    // CPU a request costs at fewer connections: fewer requests share each wake-up of the event loop (its
+    // syscalls, the Redis flush, timers), as on a service whose answers take milliseconds (the poll through the
+    // gateway to sessions).
+    const byConnections: { connections: number; gateway: number; nginx: number }[] = [];
+    for (const connections of FEWER_CONNECTIONS) {
+      const [, nginxAt] = await cpuPerRequest(nginxPids(dir), () =>
+        wrk(`${nginxUrl}${path_}`, token, SECONDS, connections),
+      );
+      const [, gatewayAt] = await cpuPerRequest([pid], () =>
+        wrk(`${gatewayUrl}${path_}`, token, SECONDS, connections),
+      );
+      byConnections.push({ connections, gateway: gatewayAt, nginx: nginxAt });
+    }
     const soaked = soak
       ? await sampleRss(pid, RSS_EVERY_MS, () => wrk(`${gatewayUrl}${path_}`, token, SOAK_SECONDS))
       : undefined;
@@ -477,6 +500,12 @@ async function main(): Promise<void> {
           baseline: `nginx ${formatNumber(nginxCpu)} µs`,
           ratio: `${formatNumber(gatewayCpu / nginxCpu, 1)}×`,
         },
+        ...byConnections.map(({ connections, gateway: at, nginx: nginxAt }) => ({
+          name: `gateway CPU per request at ${connections} connections (telemetry on)`,
+          value: `${formatNumber(at)} µs (${formatNumber(at / gatewayCpu, 2)}× its CPU at ${CONNECTIONS})`,
+          baseline: `nginx ${formatNumber(nginxAt)} µs`,
+          ratio: `${formatNumber(at / nginxAt, 1)}×`,
+        })),
         ...(onLocalNode
           ? [
               {

@@ -2,13 +2,15 @@
  * wrk (Debian's; test/peers/bench-tools.sh installs it) as a load generator that spreads its requests over many
  * bearer tokens, so a benchmark sees many accounts rather than one hot row and one cached token.
  */
-import { spawnSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
 export interface LoadResult {
   rps: number;
+  /** Requests completed in the run. */
+  requests: number;
   p50ms: number;
   p99ms: number;
   /** Non-2xx answers plus socket errors: a run with any is not a clean figure. */
@@ -27,7 +29,17 @@ export interface LoadOptions {
 const toMs = (value: string, unit: string): number =>
   unit === "us" ? Number(value) / 1000 : unit === "s" ? Number(value) * 1000 : Number(value);
 
-export function runWrk({ url, tokens, seconds, connections = 32, threads = 2 }: LoadOptions): LoadResult {
+/**
+ * Runs wrk without blocking this process's event loop, so servers living in it (the spans' OTLP receiver) keep
+ * answering during the run, as a collector would.
+ */
+export async function runWrk({
+  url,
+  tokens,
+  seconds,
+  connections = 32,
+  threads = 2,
+}: LoadOptions): Promise<LoadResult> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "cgs-wrk-"));
   try {
     const script = path.join(dir, "tokens.lua");
@@ -42,13 +54,17 @@ export function runWrk({ url, tokens, seconds, connections = 32, threads = 2 }: 
         '  return wrk.format("GET", nil, { Authorization = "Bearer " .. tokens[i] })\n' +
         "end\n",
     );
-    const out = spawnSync(
-      "wrk",
-      [`-t${threads}`, `-c${connections}`, `-d${seconds}s`, "--latency", "-s", script, url],
-      { encoding: "utf8", timeout: (seconds + 30) * 1000 },
+    const text = await new Promise<string>((resolve, reject) =>
+      execFile(
+        "wrk",
+        [`-t${threads}`, `-c${connections}`, `-d${seconds}s`, "--latency", "-s", script, url],
+        { encoding: "utf8", timeout: (seconds + 30) * 1000 },
+        (err, stdout, stderr) =>
+          err || !/Requests\/sec/.test(stdout)
+            ? reject(new Error(`wrk failed: ${stderr || stdout || String(err)}`))
+            : resolve(stdout),
+      ),
     );
-    const text = out.stdout ?? "";
-    if (out.status !== 0 || !/Requests\/sec/.test(text)) throw new Error(`wrk failed: ${out.stderr || text}`);
     const percentile = (p: string) => {
       const m = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s)`, "m").exec(text);
       return m ? toMs(m[1]!, m[2]!) : NaN;
@@ -56,6 +72,7 @@ export function runWrk({ url, tokens, seconds, connections = 32, threads = 2 }: 
     const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(text);
     return {
       rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(text)?.[1] ?? NaN),
+      requests: Number(/(\d+) requests in/.exec(text)?.[1] ?? NaN),
       p50ms: percentile("50"),
       p99ms: percentile("99"),
       failures:

@@ -33,6 +33,7 @@ import {
   productionGateway,
   spawnNode,
 } from "../../../test/bench/production-gateway";
+import { cpuDuring, pidsNamed, type CpuSpent } from "../../../test/bench/process-cpu";
 import { runWrk, type LoadResult } from "../../../test/bench/wrk";
 import { closedPortUrl } from "../../../test/harnesses/gateway-harness";
 import * as schema from "../src/data/schema";
@@ -56,6 +57,15 @@ const FLEETS = quick ? [10, 1000] : [10, 1000, 10000];
  * ≥ 4× target is measured against.
  */
 const BEFORE_ISSUE_13_DIRECT_RPS = 600;
+
+/** "gateway 150 µs, sessions 300 µs, whole machine 900 µs; 97 % of 2 cores busy": CPU a poll, by process and in all. */
+function cpuPerPoll(spent: CpuSpent, load: LoadResult, groups: string[]): string {
+  const us = (seconds: number) => `${formatNumber((seconds * 1e6) / load.requests)} µs`;
+  return (
+    `${groups.map((g) => `${g} ${us(spent.seconds[g] ?? NaN)}`).join(", ")}, whole machine ${us(spent.machineSeconds)}; ` +
+    `${fmt(spent.machineBusy * 100, 0)} % of ${spent.cores} cores busy`
+  );
+}
 
 const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : "-");
 const rps = (r: LoadResult) => `${formatNumber(r.rps)} req/s`;
@@ -220,10 +230,20 @@ async function pollBenchmark(): Promise<void> {
     if (probe.status !== 200) throw new Error(`gateway answered ${probe.status}: ${await probe.text()}`);
 
     // Warm-up (JIT, connection pools, the JWKS), then the two paths back to back.
-    runWrk({ url: url(gatewayUrl), tokens, seconds: 2 });
-    const direct = runWrk({ url: url(sessionsUrl), tokens, seconds: POLL_SECONDS });
-    const viaGateway = runWrk({ url: url(gatewayUrl), tokens, seconds: POLL_SECONDS });
-    const single = runWrk({
+    await runWrk({ url: url(gatewayUrl), tokens, seconds: 2 });
+    // Where each poll's CPU goes: the service, the gateway, PostgreSQL (every backend), and the machine as a whole.
+    const groups = {
+      sessions: [sessions.pid!],
+      gateway: [gateway.pid!],
+      postgres: () => pidsNamed("postgres"),
+    };
+    const [direct, directCpu] = await cpuDuring(groups, () =>
+      runWrk({ url: url(sessionsUrl), tokens, seconds: POLL_SECONDS }),
+    );
+    const [viaGateway, viaGatewayCpu] = await cpuDuring(groups, () =>
+      runWrk({ url: url(gatewayUrl), tokens, seconds: POLL_SECONDS }),
+    );
+    const single = await runWrk({
       url: url(sessionsUrl),
       tokens,
       seconds: POLL_SECONDS / 2,
@@ -253,6 +273,24 @@ async function pollBenchmark(): Promise<void> {
       {
         name: "poll straight to the service, one connection",
         value: `${rps(single)}; ${latency(single)}`,
+      },
+      {
+        name: "CPU per poll straight to the service (per process, then every process and the kernel)",
+        value: cpuPerPoll(directCpu, direct, ["sessions", "postgres"]),
+      },
+      {
+        name: "CPU per poll through the gateway (per process, then every process and the kernel)",
+        value: cpuPerPoll(viaGatewayCpu, viaGateway, ["gateway", "sessions", "postgres"]),
+        // What the gateway adds to a poll beside all a direct poll costs the machine: on a machine its cores bind,
+        // through the gateway can reach at best 1 / (1 + this) of direct.
+        baseline: `a poll straight to the service, whole machine ${formatNumber(
+          (directCpu.machineSeconds * 1e6) / direct.requests,
+        )} µs`,
+        ratio: `gateway ${fmt(
+          (viaGatewayCpu.seconds.gateway! / viaGateway.requests) *
+            (direct.requests / directCpu.machineSeconds),
+          2,
+        )}×`,
       },
     ];
     reportRows(
