@@ -29,7 +29,7 @@ import {
   productionGateway,
   spawnNode,
 } from "../../test/bench/production-gateway";
-import { cpuSeconds } from "../../test/bench/process-cpu";
+import { cpuDuring } from "../../test/bench/process-cpu";
 import { formatNumber, reportRows } from "../../test/bench/results";
 import { closedPortUrl, connectRedis } from "../../test/harnesses/gateway-harness";
 
@@ -160,10 +160,8 @@ async function waitFor(url: string, child?: ChildProcess): Promise<void> {
 
 /** CPU time the processes spend per request of `work`'s wrk run, in µs: robust to other load on the machine. */
 async function cpuPerRequest(pids: number[], work: () => Promise<WrkResult>): Promise<[WrkResult, number]> {
-  const total = () => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
-  const before = total();
-  const result = await work();
-  return [result, ((total() - before) * 1e6) / result.requests];
+  const [result, spent] = await cpuDuring({ proxy: pids }, work);
+  return [result, (spent.seconds.proxy! * 1e6) / result.requests];
 }
 
 function nginxPids(dir: string): number[] {

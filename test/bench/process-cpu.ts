@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 
 /** CPU seconds (user + system, every thread) a process has used so far, from /proc (clock ticks of 10 ms). */
-export function cpuSeconds(pid: number): number {
+function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) / 100;
