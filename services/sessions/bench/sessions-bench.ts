@@ -58,9 +58,12 @@ const FLEETS = quick ? [10, 1000] : [10, 1000, 10000];
  */
 const BEFORE_ISSUE_13_DIRECT_RPS = 600;
 
+/** CPU seconds spent over a run, as µs a poll. */
+const usPerPoll = (seconds: number, load: LoadResult): number => (seconds * 1e6) / load.requests;
+
 /** "gateway 150 µs, sessions 300 µs, whole machine 900 µs; 97 % of 2 cores busy": CPU a poll, by process and in all. */
 function cpuPerPoll(spent: CpuSpent, load: LoadResult, groups: string[]): string {
-  const us = (seconds: number) => `${formatNumber((seconds * 1e6) / load.requests)} µs`;
+  const us = (seconds: number) => `${formatNumber(usPerPoll(seconds, load))} µs`;
   return (
     `${groups.map((g) => `${g} ${us(spent.seconds[g] ?? NaN)}`).join(", ")}, whole machine ${us(spent.machineSeconds)}; ` +
     `${fmt(spent.machineBusy * 100, 0)} % of ${spent.cores} cores busy`
@@ -284,11 +287,10 @@ async function pollBenchmark(): Promise<void> {
         // What the gateway adds to a poll beside all a direct poll costs the machine: on a machine its cores bind,
         // through the gateway can reach at best 1 / (1 + this) of direct.
         baseline: `a poll straight to the service, whole machine ${formatNumber(
-          (directCpu.machineSeconds * 1e6) / direct.requests,
+          usPerPoll(directCpu.machineSeconds, direct),
         )} µs`,
         ratio: `gateway ${fmt(
-          (viaGatewayCpu.seconds.gateway! / viaGateway.requests) *
-            (direct.requests / directCpu.machineSeconds),
+          usPerPoll(viaGatewayCpu.seconds.gateway!, viaGateway) / usPerPoll(directCpu.machineSeconds, direct),
           2,
         )}×`,
       },
