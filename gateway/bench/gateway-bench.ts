@@ -16,8 +16,8 @@
  * self-time functions are printed.
  * Needs nginx and wrk (`apt-get install nginx-light wrk`; test/run-benchmarks.sh installs them) and Redis.
  */
-import { execFile, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
+import { execFile, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startTestIdentityProvider } from "@cgs/shared/testing/tokens";
@@ -30,12 +30,11 @@ import {
   spawnNode,
 } from "../../test/bench/production-gateway";
 import { cpuDuring } from "../../test/bench/process-cpu";
+import { nginxPids, startBareProxy, startNginx, stopNginx } from "../../test/bench/proxies";
 import { formatNumber, reportRows } from "../../test/bench/results";
 import { closedPortUrl, connectRedis } from "../../test/harnesses/gateway-harness";
 
 const root = path.resolve(__dirname, "..", "..");
-// The gateway's own undici, for the bare proxy (the repository root may hold another version).
-const UNDICI = require.resolve("undici", { paths: [path.resolve(__dirname, "..")] });
 const quick = process.argv.includes("--quick");
 const profile = process.argv.includes("--profile");
 const soak = !process.argv.includes("--no-soak");
@@ -164,12 +163,6 @@ async function cpuPerRequest(pids: number[], work: () => Promise<WrkResult>): Pr
   return [result, (spent.seconds.proxy! * 1e6) / result.requests];
 }
 
-function nginxPids(dir: string): number[] {
-  const master = Number(readFileSync(path.join(dir, "nginx.pid"), "utf8").trim());
-  const children = spawnSync("pgrep", ["-P", String(master)], { encoding: "utf8" }).stdout;
-  return [master, ...children.split(/\s+/).filter(Boolean).map(Number)];
-}
-
 function rssMb(pid: number): number {
   try {
     const status = readFileSync(`/proc/${pid}/status`, "utf8");
@@ -185,35 +178,6 @@ async function stop(child: ChildProcess | undefined): Promise<void> {
   child.kill("SIGTERM");
   await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
   if (child.exitCode === null) child.kill("SIGKILL");
-}
-
-function startNginx(dir: string, port: number, upstreamPort: number): void {
-  const conf = `
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fcgi; uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
-  upstream app { server 127.0.0.1:${upstreamPort}; keepalive 128; }
-  server {
-    listen 127.0.0.1:${port};
-    location / {
-      proxy_pass http://app;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-    }
-  }
-}`;
-  writeFileSync(path.join(dir, "nginx.conf"), conf);
-  const started = spawnSync("nginx", ["-c", path.join(dir, "nginx.conf"), "-p", dir], { encoding: "utf8" });
-  if (started.status !== 0) throw new Error(`nginx failed to start: ${started.stderr}`);
-}
-
-function stopNginx(dir: string): void {
-  spawnSync("nginx", ["-c", path.join(dir, "nginx.conf"), "-p", dir, "-s", "stop"]);
 }
 
 /** The profile's functions by self time, top n. */
@@ -333,21 +297,7 @@ async function main(): Promise<void> {
     await waitFor(nginxUrl);
     // Node's own HTTP server forwarding through the gateway's keep-alive client (undici), no check at all, on the
     // gateway's runtime: the ceiling any Node proxy built like the gateway reaches on this machine.
-    bareProxy = startNode(
-      [
-        "-e",
-        `const http=require("node:http");const {Agent}=require(${JSON.stringify(UNDICI)});` +
-          `const pool=new Agent({connections:64});const origin=${JSON.stringify(upstreamUrl)};` +
-          `http.createServer((req,res)=>{const headers={...req.headers};delete headers.connection;` +
-          `pool.dispatch({origin,path:req.url,method:req.method,headers,body:null},{onRequestStart(){},` +
-          `onResponseStart(c,status,h){res.writeHead(status,h)},onResponseData(c,chunk){res.write(chunk)},` +
-          `onResponseEnd(){res.end()},onResponseError(){res.statusCode=502;res.end()}})})` +
-          `.listen(${new URL(bareProxyUrl).port},"127.0.0.1")`,
-      ],
-      {},
-      root,
-      GATEWAY_NODE,
-    );
+    bareProxy = startBareProxy(Number(new URL(bareProxyUrl).port), upstreamUrl);
     await waitFor(bareProxyUrl, bareProxy);
 
     gateway = startGateway(gatewayUrl, upstreamUrl, idp, traces.endpoint, {

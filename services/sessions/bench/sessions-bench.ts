@@ -3,7 +3,7 @@
  *   npx tsc -b services/sessions gateway && \
  *     npx tsx --tsconfig tsconfig.test.json services/sessions/bench/sessions-bench.ts [--quick] [--profile]
  * Needs PostgreSQL (TEST_DATABASE_URL), moto for the service's queue (AWS_ENDPOINT_URL), Redis for the gateway's
- * limits (REDIS_URL) and wrk (test/peers/bench-tools.sh).
+ * limits (REDIS_URL), and wrk and nginx (test/peers/bench-tools.sh).
  *
  * 1. Poll: the sessions service and the gateway run as their built processes the way production starts them
  *    (telemetry preloaded, sampling 10 %, spans to an in-process OTLP receiver; log level info), the service on
@@ -12,7 +12,9 @@
  *    its recorded pre-issue-13 figure was measured on. wrk (-t2 -c32) spreads the polls over 100 accounts, each
  *    with a running session, straight to the service and through the gateway (JWT, Redis limits, validation,
  *    forward). Rows: direct vs through the gateway (target ≥ 0.8×), direct vs the figure recorded on the service
- *    before issue 13 (target ≥ 4×).
+ *    before issue 13 (target ≥ 4×). The same polls also go through nginx and through the bare Node proxy (no checks;
+ *    test/bench/proxies.ts, as in gateway-bench), the ceilings of any proxy and of any Node proxy on this path, and
+ *    each path's CPU per poll is split by process (the proxy, the service, PostgreSQL) and for the whole machine.
  *    With --profile the service runs under `node --cpu-prof` and its self time is printed by package.
  * 2. Reconciler cloud calls (skipped with --poll-only) and wall time per tick at 10, 1,000 and 10,000 active sessions on the simulator.
  */
@@ -34,6 +36,7 @@ import {
   spawnNode,
 } from "../../../test/bench/production-gateway";
 import { cpuDuring, pidsNamed, type CpuSpent } from "../../../test/bench/process-cpu";
+import { nginxPids, startBareProxy, startNginx, stopNginx } from "../../../test/bench/proxies";
 import { runWrk, type LoadResult } from "../../../test/bench/wrk";
 import { closedPortUrl } from "../../../test/harnesses/gateway-harness";
 import * as schema from "../src/data/schema";
@@ -145,6 +148,9 @@ async function pollBenchmark(): Promise<void> {
   const profileDir = mkdtempSync(path.join(os.tmpdir(), "cgs-sessions-bench-"));
   const sessionsUrl = await closedPortUrl();
   const gatewayUrl = await closedPortUrl();
+  const nginxUrl = await closedPortUrl();
+  const bareProxyUrl = await closedPortUrl();
+  let nginxStarted = false;
   const common = {
     OIDC_ISSUER: idp.issuer,
     OIDC_AUDIENCE: idp.audience,
@@ -206,6 +212,14 @@ async function pollBenchmark(): Promise<void> {
     );
     children.push(gateway);
     await waitReady(gatewayUrl, gateway);
+    // The two proxies with no check at all, in front of the same service: what any proxy (nginx) and any Node proxy
+    // built like the gateway (node:http and its undici pool, on its runtime) cost a poll on this machine.
+    startNginx(profileDir, Number(new URL(nginxUrl).port), Number(new URL(sessionsUrl).port));
+    nginxStarted = true;
+    await waitReady(nginxUrl, sessions);
+    const bareProxy = startBareProxy(Number(new URL(bareProxyUrl).port), sessionsUrl);
+    children.push(bareProxy);
+    await waitReady(bareProxyUrl, bareProxy);
 
     // Every account has a running, ready session, so each poll reads a real row.
     const accounts = Array.from({ length: ACCOUNTS }, (_, i) => `bench-${i}-${randomUUID().slice(0, 8)}`);
@@ -234,18 +248,23 @@ async function pollBenchmark(): Promise<void> {
 
     // Warm-up (JIT, connection pools, the JWKS), then the two paths back to back.
     await runWrk({ url: url(gatewayUrl), tokens, seconds: 2 });
-    // Where each poll's CPU goes: the service, the gateway, PostgreSQL (every backend), and the machine as a whole.
+    await runWrk({ url: url(nginxUrl), tokens, seconds: 1 });
+    await runWrk({ url: url(bareProxyUrl), tokens, seconds: 1 });
+    // Where each poll's CPU goes: the service, the proxy in front of it, PostgreSQL (every backend), and the
+    // machine as a whole.
     const groups = {
       sessions: [sessions.pid!],
       gateway: [gateway.pid!],
+      nginx: () => nginxPids(profileDir),
+      "bare proxy": [bareProxy.pid!],
       postgres: () => pidsNamed("postgres"),
     };
-    const [direct, directCpu] = await cpuDuring(groups, () =>
-      runWrk({ url: url(sessionsUrl), tokens, seconds: POLL_SECONDS }),
-    );
-    const [viaGateway, viaGatewayCpu] = await cpuDuring(groups, () =>
-      runWrk({ url: url(gatewayUrl), tokens, seconds: POLL_SECONDS }),
-    );
+    const poll = (base: string) =>
+      cpuDuring(groups, () => runWrk({ url: url(base), tokens, seconds: POLL_SECONDS }));
+    const [direct, directCpu] = await poll(sessionsUrl);
+    const [viaGateway, viaGatewayCpu] = await poll(gatewayUrl);
+    const [viaNginx, viaNginxCpu] = await poll(nginxUrl);
+    const [viaBareProxy, viaBareProxyCpu] = await poll(bareProxyUrl);
     const single = await runWrk({
       url: url(sessionsUrl),
       tokens,
@@ -253,16 +272,38 @@ async function pollBenchmark(): Promise<void> {
       connections: 1,
       threads: 1,
     });
-    const failures = direct.failures + viaGateway.failures + single.failures;
+    const failures =
+      direct.failures + viaGateway.failures + viaNginx.failures + viaBareProxy.failures + single.failures;
     if (failures > 0) console.warn(`${failures} polls failed: these figures are not clean`);
 
+    const directBase = `direct ${rps(direct)}; ${latency(direct)}`;
+    // What a proxy adds to a poll beside all a direct poll costs the machine: on a machine its cores bind, through
+    // the proxy can reach at best 1 / (1 + this) of direct.
+    const proxyShare = (proxy: string, spent: CpuSpent, load: LoadResult) => ({
+      baseline: `a poll straight to the service, whole machine ${formatNumber(
+        usPerPoll(directCpu.machineSeconds, direct),
+      )} µs`,
+      ratio: `${proxy} ${fmt(usPerPoll(spent.seconds[proxy]!, load) / usPerPoll(directCpu.machineSeconds, direct), 2)}×`,
+    });
     const rows: BenchRow[] = [
       {
         name: "poll through the gateway (100 accounts, 32 connections)",
         value: `${rps(viaGateway)}; ${latency(viaGateway)}`,
-        baseline: `direct ${rps(direct)}; ${latency(direct)}`,
+        baseline: directBase,
         ratio: `${fmt(viaGateway.rps / direct.rps, 2)}×`,
         target: "≥ 0.8× direct",
+      },
+      {
+        name: "poll through nginx (a plain proxy_pass, no checks)",
+        value: `${rps(viaNginx)}; ${latency(viaNginx)}`,
+        baseline: directBase,
+        ratio: `${fmt(viaNginx.rps / direct.rps, 2)}×`,
+      },
+      {
+        name: "poll through the bare Node proxy (node:http, the gateway's undici pool and Node, no checks)",
+        value: `${rps(viaBareProxy)}; ${latency(viaBareProxy)}`,
+        baseline: directBase,
+        ratio: `${fmt(viaBareProxy.rps / direct.rps, 2)}×`,
       },
       {
         name: "poll straight to the service (100 accounts, 32 connections)",
@@ -284,15 +325,17 @@ async function pollBenchmark(): Promise<void> {
       {
         name: "CPU per poll through the gateway (per process, then every process and the kernel)",
         value: cpuPerPoll(viaGatewayCpu, viaGateway, ["gateway", "sessions", "postgres"]),
-        // What the gateway adds to a poll beside all a direct poll costs the machine: on a machine its cores bind,
-        // through the gateway can reach at best 1 / (1 + this) of direct.
-        baseline: `a poll straight to the service, whole machine ${formatNumber(
-          usPerPoll(directCpu.machineSeconds, direct),
-        )} µs`,
-        ratio: `gateway ${fmt(
-          usPerPoll(viaGatewayCpu.seconds.gateway!, viaGateway) / usPerPoll(directCpu.machineSeconds, direct),
-          2,
-        )}×`,
+        ...proxyShare("gateway", viaGatewayCpu, viaGateway),
+      },
+      {
+        name: "CPU per poll through nginx",
+        value: cpuPerPoll(viaNginxCpu, viaNginx, ["nginx", "sessions", "postgres"]),
+        ...proxyShare("nginx", viaNginxCpu, viaNginx),
+      },
+      {
+        name: "CPU per poll through the bare Node proxy",
+        value: cpuPerPoll(viaBareProxyCpu, viaBareProxy, ["bare proxy", "sessions", "postgres"]),
+        ...proxyShare("bare proxy", viaBareProxyCpu, viaBareProxy),
       },
     ];
     reportRows(
@@ -310,6 +353,7 @@ async function pollBenchmark(): Promise<void> {
     }
   } finally {
     await Promise.all(children.map(stopProcess));
+    if (nginxStarted) stopNginx(profileDir);
     if (gatewayCgroup) rmdirSync(gatewayCgroup);
     await db.drop();
     await traces.close();
