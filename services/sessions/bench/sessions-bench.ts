@@ -246,7 +246,7 @@ async function pollBenchmark(): Promise<void> {
     const probe = await fetch(url(gatewayUrl), { headers: { authorization: `Bearer ${tokens[0]}` } });
     if (probe.status !== 200) throw new Error(`gateway answered ${probe.status}: ${await probe.text()}`);
 
-    // Warm-up (JIT, connection pools, the JWKS), then the two paths back to back.
+    // Warm-up (JIT, connection pools, the JWKS), then each path in turn.
     await runWrk({ url: url(gatewayUrl), tokens, seconds: 2 });
     await runWrk({ url: url(nginxUrl), tokens, seconds: 1 });
     await runWrk({ url: url(bareProxyUrl), tokens, seconds: 1 });
