@@ -29,7 +29,7 @@ import {
   productionGateway,
   spawnNode,
 } from "../../test/bench/production-gateway";
-import { cpuDuring } from "../../test/bench/process-cpu";
+import { cpuDuring, usPerRequest } from "../../test/bench/process-cpu";
 import { nginxPids, startBareProxy, startNginx, stopNginx } from "../../test/bench/proxies";
 import { formatNumber, reportRows } from "../../test/bench/results";
 import { closedPortUrl, connectRedis } from "../../test/harnesses/gateway-harness";
@@ -160,7 +160,7 @@ async function waitFor(url: string, child?: ChildProcess): Promise<void> {
 /** CPU time the processes spend per request of `work`'s wrk run, in µs: robust to other load on the machine. */
 async function cpuPerRequest(pids: number[], work: () => Promise<WrkResult>): Promise<[WrkResult, number]> {
   const [result, spent] = await cpuDuring({ proxy: pids }, work);
-  return [result, (spent.seconds.proxy! * 1e6) / result.requests];
+  return [result, usPerRequest(spent.seconds.proxy!, result.requests)];
 }
 
 function rssMb(pid: number): number {

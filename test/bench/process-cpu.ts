@@ -36,6 +36,9 @@ function machineSeconds(): { busy: number; total: number } {
   return { busy: (total - ticks[3]! - ticks[4]!) / 100, total: total / 100 };
 }
 
+/** CPU seconds spent over a run, as µs a request of the run. */
+export const usPerRequest = (seconds: number, requests: number): number => (seconds * 1e6) / requests;
+
 export interface CpuSpent {
   /** CPU seconds each named group spent (a process that exited mid-run counts up to its last reading). */
   seconds: Record<string, number>;

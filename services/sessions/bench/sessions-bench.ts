@@ -35,7 +35,7 @@ import {
   productionGateway,
   spawnNode,
 } from "../../../test/bench/production-gateway";
-import { cpuDuring, pidsNamed, type CpuSpent } from "../../../test/bench/process-cpu";
+import { cpuDuring, pidsNamed, usPerRequest, type CpuSpent } from "../../../test/bench/process-cpu";
 import { nginxPids, startBareProxy, startNginx, stopNginx } from "../../../test/bench/proxies";
 import { runWrk, type LoadResult } from "../../../test/bench/wrk";
 import { closedPortUrl } from "../../../test/harnesses/gateway-harness";
@@ -62,7 +62,7 @@ const FLEETS = quick ? [10, 1000] : [10, 1000, 10000];
 const BEFORE_ISSUE_13_DIRECT_RPS = 600;
 
 /** CPU seconds spent over a run, as µs a poll. */
-const usPerPoll = (seconds: number, load: LoadResult): number => (seconds * 1e6) / load.requests;
+const usPerPoll = (seconds: number, load: LoadResult): number => usPerRequest(seconds, load.requests);
 
 /** "gateway 150 µs, sessions 300 µs, whole machine 900 µs; 97 % of 2 cores busy": CPU a poll, by process and in all. */
 function cpuPerPoll(spent: CpuSpent, load: LoadResult, groups: string[]): string {
@@ -279,11 +279,10 @@ async function pollBenchmark(): Promise<void> {
     const directBase = `direct ${rps(direct)}; ${latency(direct)}`;
     // What a proxy adds to a poll beside all a direct poll costs the machine: on a machine its cores bind, through
     // the proxy can reach at best 1 / (1 + this) of direct.
+    const directPollUs = usPerPoll(directCpu.machineSeconds, direct);
     const proxyShare = (proxy: string, spent: CpuSpent, load: LoadResult) => ({
-      baseline: `a poll straight to the service, whole machine ${formatNumber(
-        usPerPoll(directCpu.machineSeconds, direct),
-      )} µs`,
-      ratio: `${proxy} ${fmt(usPerPoll(spent.seconds[proxy]!, load) / usPerPoll(directCpu.machineSeconds, direct), 2)}×`,
+      baseline: `a poll straight to the service, whole machine ${formatNumber(directPollUs)} µs`,
+      ratio: `${proxy} ${fmt(usPerPoll(spent.seconds[proxy]!, load) / directPollUs, 2)}×`,
     });
     const rows: BenchRow[] = [
       {
