@@ -1,7 +1,7 @@
 import { context, propagation, trace } from "@opentelemetry/api";
-import { NodeSDK } from "@opentelemetry/sdk-node";
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { createInstrumentations } from "../tracing/instrumentations";
+import { registerTracing } from "../tracing/telemetry-lifecycle";
 
 export interface TestTracing {
   exporter: InMemorySpanExporter;
@@ -18,15 +18,12 @@ export interface TestTracing {
  */
 export function setupTestTracing(options: { serviceName?: string; instrument?: boolean } = {}): TestTracing {
   const exporter = new InMemorySpanExporter();
-  const sdk = new NodeSDK({
+  const sdk = registerTracing({
     serviceName: options.serviceName ?? "test",
     instrumentations: options.instrument === false ? [] : createInstrumentations(),
     spanProcessors: [new SimpleSpanProcessor(exporter)],
-    metricReaders: [],
-    logRecordProcessors: [],
-    autoDetectResources: false,
+    detectResources: false,
   });
-  sdk.start();
   return {
     exporter,
     spans: () => exporter.getFinishedSpans(),
