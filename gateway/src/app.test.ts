@@ -220,19 +220,33 @@ describe("gateway routing and validation", () => {
     expect(doc.headers.get("x-ratelimit-limit")).toBe("60");
   });
 
-  it("when any response is sent, then security headers are present and X-Powered-By is not", async () => {
-    for (const path of ["/api/v1/health", "/api/v1/nope", "/openapi.json"]) {
-      const res = await fetch(`${gw.url}${path}`);
+  it("when an API answer is sent, then it carries the API's security headers and X-Powered-By is not", async () => {
+    const answers = [
+      await fetch(`${gw.url}/api/v1/health`),
+      await fetch(`${gw.url}/api/v1/nope`),
+      await fetch(`${gw.url}/api/v1/credits/me`, { headers: await bearer("headers") }),
+    ];
+    expect(answers.map((res) => res.status)).toEqual([200, 404, 200]);
+    for (const res of answers) {
       expect(res.headers.get("x-powered-by")).toBeNull();
-      expect(res.headers.get("content-security-policy")).toContain("default-src 'self'");
-      expect(res.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+      expect(res.headers.get("content-security-policy")).toBe("default-src 'none'; frame-ancestors 'none'");
+      expect(res.headers.get("x-frame-options")).toBe("DENY");
       expect(res.headers.get("x-content-type-options")).toBe("nosniff");
-      expect(res.headers.get("x-frame-options")).toBe("SAMEORIGIN");
-      expect(res.headers.get("referrer-policy")).toBe("same-origin");
+      expect(res.headers.get("cross-origin-resource-policy")).toBe("same-origin");
+      // The page-only headers are for documents, which an API answer never is.
+      expect(res.headers.get("x-dns-prefetch-control")).toBeNull();
     }
-    const proxied = await fetch(`${gw.url}/api/v1/credits/me`, { headers: await bearer("headers") });
-    expect(proxied.headers.get("x-powered-by")).toBeNull();
-    expect(proxied.headers.get("content-security-policy")).toContain("default-src 'self'");
+  });
+
+  it("when anything outside the API is sent, then it carries helmet's page headers", async () => {
+    const res = await fetch(`${gw.url}/openapi.json`);
+    expect(res.headers.get("x-powered-by")).toBeNull();
+    expect(res.headers.get("content-security-policy")).toContain("default-src 'self'");
+    expect(res.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(res.headers.get("x-frame-options")).toBe("SAMEORIGIN");
+    expect(res.headers.get("referrer-policy")).toBe("same-origin");
+    expect(res.headers.get("x-dns-prefetch-control")).toBe("off");
   });
 
   it("when the client sends hop-by-hop headers, then they are not forwarded", async () => {

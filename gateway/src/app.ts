@@ -25,7 +25,7 @@ import type { GatewayConfig } from "./config";
 import { buildRouteTable, type RouteEntry, type UpstreamUrls } from "./http/route-table";
 import { createRateLimiters, type RedisCommandSender } from "./http/rate-limit-middleware";
 import { bearerChallenge, protectedResourceMetadata } from "./http/protected-resource-metadata";
-import { securityHeaders } from "./http/security-headers";
+import { apiSecurityHeaders, securityHeaders } from "./http/security-headers";
 import { createUpstreamPool, createUpstreamProxy } from "./http/upstream-proxy";
 import { withServerSpans } from "./http/server-span";
 import { createOidcClient, type OidcClient } from "./portal/oidc-login";
@@ -361,7 +361,7 @@ export function createApp(deps: GatewayDeps): http.RequestListener {
     app,
     [
       ...frontHandlers({ logger, metricsRoute }),
-      withSecurityHeaders,
+      apiSecurityHeaders(config.PUBLIC_BASE_URL),
       resolveRoute,
       gatewayOwned,
       authenticate,

@@ -10,9 +10,32 @@ export function securityHeaders(publicBaseUrl: string): RequestHandler {
   // The headers never vary by request, so helmet runs once at start-up and each request only copies them. Names
   // are lower-cased once here: node lower-cases every name it is given (a new string a header a request otherwise),
   // and header names are case-insensitive (RFC 9110 §5.1).
-  const headers = Object.entries(helmetHeaders(publicBaseUrl)).map(
-    ([name, value]) => [name.toLowerCase(), value] as const,
-  );
+  return headerSetter(helmetHeaders(publicBaseUrl));
+}
+
+/**
+ * The headers for the API's answers (JSON, read by the SDK, the CLI and the portal's scripts, never rendered as a
+ * page): the OWASP REST Security Cheat Sheet's set. No framing (frame-ancestors and X-Frame-Options), no MIME
+ * sniffing, HTTPS only; a policy that loads nothing if an answer is ever opened as a document; and
+ * Cross-Origin-Resource-Policy, so another site cannot pull a player's answers into its page with the player's
+ * cookie. Helmet's other headers govern what a page may load and do (scripts, DNS prefetch, cross-origin windows,
+ * downloads), which a JSON answer never does: they cost each answer about 470 bytes and seven header writes.
+ */
+export function apiSecurityHeaders(publicBaseUrl: string): RequestHandler {
+  return headerSetter({
+    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
+    "Cross-Origin-Resource-Policy": "same-origin",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    ...(publicBaseUrl.startsWith("https://")
+      ? { "Strict-Transport-Security": "max-age=31536000; includeSubDomains" }
+      : {}),
+  });
+}
+
+/** Sets the same headers on every response. */
+function headerSetter(set: OutgoingHttpHeaders): RequestHandler {
+  const headers = Object.entries(set).map(([name, value]) => [name.toLowerCase(), value] as const);
   return (_req, res, next) => {
     for (const [name, value] of headers) res.setHeader(name, value!);
     next();
