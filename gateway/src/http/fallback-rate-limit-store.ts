@@ -35,22 +35,31 @@ export class FallbackStore implements Store {
     this.local.init(options);
   }
 
-  async increment(key: string): Promise<ClientRateLimitInfo> {
+  increment(key: string): Promise<ClientRateLimitInfo> {
     if (this.failedAt !== undefined && Date.now() - this.failedAt < this.options.retryAfterMs) {
       return this.local.increment(key);
     }
+    // A promise chain rather than an async function: every API request comes through here.
+    let shared: Promise<ClientRateLimitInfo>;
     try {
-      const result = await this.shared.increment(key);
-      if (this.failedAt !== undefined) {
-        this.failedAt = undefined;
-        this.options.onStateChange?.(false);
-      }
-      return result;
+      shared = Promise.resolve(this.shared.increment(key));
     } catch (err) {
-      if (this.failedAt === undefined) this.options.onStateChange?.(true, err);
-      this.failedAt = Date.now();
-      return this.local.increment(key);
+      shared = Promise.reject(err as Error);
     }
+    return shared.then(
+      (result) => {
+        if (this.failedAt !== undefined) {
+          this.failedAt = undefined;
+          this.options.onStateChange?.(false);
+        }
+        return result;
+      },
+      (err: unknown) => {
+        if (this.failedAt === undefined) this.options.onStateChange?.(true, err);
+        this.failedAt = Date.now();
+        return this.local.increment(key);
+      },
+    );
   }
 
   async decrement(key: string): Promise<void> {

@@ -42,13 +42,21 @@ interface PendingKey {
 
 class RedisTimeout extends Error {}
 
-/** promise, or a RedisTimeout rejection after ms. */
+/** promise, or a RedisTimeout rejection after ms. One promise and one timer (the limiter makes one a turn). */
 export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new RedisTimeout(`redis command timed out after ${ms} ms`)), ms);
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new RedisTimeout(`redis command timed out after ${ms} ms`)), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
   });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 function rejectAll(slice: [string, PendingKey][], err: unknown): void {
@@ -68,6 +76,8 @@ export class RedisHitCounter {
   private pending = new Map<string, PendingKey>();
   private scheduled = false;
   private sha: Promise<string> | undefined;
+  /** What sha resolved to, once it has. */
+  private loadedSha: string | undefined;
 
   constructor(
     private readonly redis: RedisCommandSender,
@@ -129,23 +139,25 @@ export class RedisHitCounter {
     });
   }
 
-  private async evaluate(keys: string[], args: string[]): Promise<unknown> {
-    const call = async () =>
-      this.redis.sendCommand(["EVALSHA", await this.scriptSha(), String(keys.length), ...keys, ...args]);
-    try {
-      return await call();
-    } catch (err) {
+  private evaluate(keys: string[], args: string[]): Promise<unknown> {
+    const call = (sha: string) =>
+      this.redis.sendCommand(["EVALSHA", sha, String(keys.length), ...keys, ...args]);
+    // Once the script is loaded (every turn but the first), the call goes straight out.
+    const first = this.loadedSha === undefined ? this.scriptSha().then(call) : call(this.loadedSha);
+    return first.catch((err: unknown) => {
       // Redis restarted or flushed its scripts: load it again once.
       if (!isNoScript(err)) throw err;
       this.sha = undefined;
-      return call();
-    }
+      this.loadedSha = undefined;
+      return this.scriptSha().then(call);
+    });
   }
 
   private scriptSha(): Promise<string> {
     if (this.sha) return this.sha;
     const loading = this.redis.sendCommand(["SCRIPT", "LOAD", INCREMENT_SCRIPT]).then((sha) => {
       if (typeof sha !== "string") throw new TypeError("unexpected reply to SCRIPT LOAD");
+      if (this.sha === loading) this.loadedSha = sha;
       return sha;
     });
     // A failed load is retried by the next turn, not remembered.
@@ -170,9 +182,10 @@ export class RedisRateLimitStore implements Store {
     this.windowMs = options.windowMs;
   }
 
-  async increment(key: string): Promise<ClientRateLimitInfo> {
-    const { totalHits, msToReset } = await this.counter.increment(this.prefix + key, this.windowMs);
-    return { totalHits, resetTime: new Date(Date.now() + msToReset) };
+  increment(key: string): Promise<ClientRateLimitInfo> {
+    return this.counter
+      .increment(this.prefix + key, this.windowMs)
+      .then(({ totalHits, msToReset }) => ({ totalHits, resetTime: new Date(Date.now() + msToReset) }));
   }
 
   async decrement(key: string): Promise<void> {
