@@ -84,6 +84,27 @@ describe("rate-limit counters in Redis", () => {
     expect(sender.sent.filter(([name, sub]) => name === "SCRIPT" && sub === "LOAD")).toHaveLength(2);
   });
 
+  it("when the Redis client throws instead of answering, then the turn's hits fail and the next turn counts again", async () => {
+    // A client that throws synchronously (a fault real Redis cannot produce): the sender stands in for it.
+    const sender = await replica();
+    let broken = false;
+    const counter = new RedisHitCounter(
+      {
+        sendCommand: (args) => {
+          if (broken) throw new Error("client torn down");
+          return sender.sendCommand(args);
+        },
+      },
+      300,
+    );
+    const key = `rl:${randomUUID()}`;
+    expect((await counter.increment(key, 60_000)).totalHits).toBe(1);
+    broken = true;
+    await expect(counter.increment(key, 60_000)).rejects.toThrow("client torn down");
+    broken = false;
+    await expect(counter.increment(key, 60_000)).resolves.toMatchObject({ totalHits: 2 });
+  });
+
   it("when Redis hangs, then the turn's hits fail within the timeout and a later turn counts again once it is back", async () => {
     const sender = await replica();
     const counter = new RedisHitCounter(sender, 300);

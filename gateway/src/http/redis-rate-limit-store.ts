@@ -142,8 +142,14 @@ export class RedisHitCounter {
   private evaluate(keys: string[], args: string[]): Promise<unknown> {
     const call = (sha: string) =>
       this.redis.sendCommand(["EVALSHA", sha, String(keys.length), ...keys, ...args]);
-    // Once the script is loaded (every turn but the first), the call goes straight out.
-    const first = this.loadedSha === undefined ? this.scriptSha().then(call) : call(this.loadedSha);
+    // Once the script is loaded (every turn but the first), the call goes straight out. A sender that throws
+    // instead of rejecting fails this turn's hits like any Redis error (never the setImmediate that flushes them).
+    let first: Promise<unknown>;
+    try {
+      first = this.loadedSha === undefined ? this.scriptSha().then(call) : call(this.loadedSha);
+    } catch (err) {
+      first = Promise.reject(err as Error);
+    }
     return first.catch((err: unknown) => {
       // Redis restarted or flushed its scripts: load it again once.
       if (!isNoScript(err)) throw err;
