@@ -7,9 +7,7 @@ import type { RequestHandler } from "express";
  * styles, XHR and forms only; no framing; no plugins.
  */
 export function securityHeaders(publicBaseUrl: string): RequestHandler {
-  // The headers never vary by request, so helmet runs once at start-up and each request only copies them. Names
-  // are lower-cased once here: node lower-cases every name it is given (a new string a header a request otherwise),
-  // and header names are case-insensitive (RFC 9110 §5.1).
+  // The headers never vary by request, so helmet runs once at start-up and each request only copies them.
   return headerSetter(helmetHeaders(publicBaseUrl));
 }
 
@@ -33,7 +31,10 @@ export function apiSecurityHeaders(publicBaseUrl: string): RequestHandler {
   });
 }
 
-/** Sets the same headers on every response. */
+/**
+ * Sets the same headers on every response. Names are lower-cased once here: node lower-cases every name it is
+ * given (a new string a header a request otherwise), and header names are case-insensitive (RFC 9110 §5.1).
+ */
 function headerSetter(set: OutgoingHttpHeaders): RequestHandler {
   const headers = Object.entries(set).map(([name, value]) => [name.toLowerCase(), value] as const);
   return (_req, res, next) => {
