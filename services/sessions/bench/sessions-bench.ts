@@ -15,7 +15,8 @@
  *    before issue 13 (target ≥ 4×). The same polls also go through nginx and through the bare Node proxy (no checks;
  *    test/bench/proxies.ts, as in gateway-bench), the ceilings of any proxy and of any Node proxy on this path, and
  *    each path's CPU per poll is split by process (the proxy, the service, PostgreSQL) and for the whole machine.
- *    With --profile the service runs under `node --cpu-prof` and its self time is printed by package.
+ *    With --profile the service and the gateway run under `node --cpu-prof` and each one's self time is printed by
+ *    package.
  * 2. Reconciler cloud calls (skipped with --poll-only) and wall time per tick at 10, 1,000 and 10,000 active sessions on the simulator.
  */
 import { type ChildProcess } from "node:child_process";
@@ -125,6 +126,7 @@ function selfTimeByPackage(profileFile: string, top = 12): string[] {
     if (pkg) return pkg[1]!;
     if (url.includes("/shared/dist/")) return "@cgs/shared";
     if (url.includes("/services/sessions/")) return "sessions";
+    if (url.includes("/gateway/dist/")) return "gateway";
     if (url.startsWith("node:")) return `node:${url.slice(5).split("/")[0]}`;
     return url === "" ? fn || "(native)" : url;
   };
@@ -167,7 +169,7 @@ async function pollBenchmark(): Promise<void> {
   try {
     const sessions = startProcess(
       "services/sessions",
-      profile ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [],
+      profile ? ["--cpu-prof", `--cpu-prof-dir=${path.join(profileDir, "sessions")}`] : [],
       {
         ...common,
         NODE_ENV: "production",
@@ -194,7 +196,7 @@ async function pollBenchmark(): Promise<void> {
     // The gateway as production runs it: the images' Node, the prod chart's NODE_OPTIONS and memory limit.
     const gateway = startProcess(
       "gateway",
-      [],
+      profile ? ["--cpu-prof", `--cpu-prof-dir=${path.join(profileDir, "gateway")}`] : [],
       {
         ...common,
         NODE_OPTIONS: gatewayRuntime.nodeOptions,
@@ -343,11 +345,16 @@ async function pollBenchmark(): Promise<void> {
     );
 
     if (profile) {
-      await stopProcess(sessions);
-      const file = readdirSync(profileDir).find((f) => f.endsWith(".cpuprofile"));
-      if (file) {
-        console.log(`\nsessions CPU profile (${path.join(profileDir, file)}), self time by package:`);
-        for (const line of selfTimeByPackage(path.join(profileDir, file))) console.log(`  ${line}`);
+      for (const [name, child] of [
+        ["sessions", sessions],
+        ["gateway", gateway],
+      ] as const) {
+        await stopProcess(child);
+        const dir = path.join(profileDir, name);
+        const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"));
+        if (!file) continue;
+        console.log(`\n${name} CPU profile (${path.join(dir, file)}), self time by package:`);
+        for (const line of selfTimeByPackage(path.join(dir, file))) console.log(`  ${line}`);
       }
     }
   } finally {
