@@ -37,12 +37,32 @@ export function isoTimeOncePerMs(): string {
   return stamp;
 }
 
+/** Log bytes a process gathers before writing them to stdout in one write. */
+export const LOG_BUFFER_BYTES = 4096;
+/** The longest a line waits for LOG_BUFFER_BYTES before it is written anyway, in ms. */
+export const LOG_FLUSH_INTERVAL_MS = 100;
+
+/**
+ * A process's logger, writing JSON lines to stdout. Lines are gathered and written LOG_BUFFER_BYTES at a time, or
+ * every LOG_FLUSH_INTERVAL_MS when traffic is light: a write per line (pino's default) handed each access line to
+ * libuv's thread pool and woke the event loop again when it was done, about a tenth of the gateway's CPU a poll.
+ * Whatever is still gathered is written before the process exits (pino flushes on `exit`, so a crash's lines are
+ * kept too); only a SIGKILL loses the last LOG_FLUSH_INTERVAL_MS.
+ */
 export function createLogger({ name, level = "info", base = {} }: CreateLoggerOptions): Logger {
-  return pino({
-    name,
-    level,
-    base: { service: name, ...base },
-    redact: { paths: redactedLogPaths, censor: "[redacted]" },
-    timestamp: isoTimeOncePerMs,
-  });
+  return pino(
+    {
+      name,
+      level,
+      base: { service: name, ...base },
+      redact: { paths: redactedLogPaths, censor: "[redacted]" },
+      timestamp: isoTimeOncePerMs,
+    },
+    pino.destination({
+      dest: 1,
+      sync: false,
+      minLength: LOG_BUFFER_BYTES,
+      periodicFlush: LOG_FLUSH_INTERVAL_MS,
+    }),
+  );
 }
