@@ -2,6 +2,7 @@ import { createHash, hkdfSync } from "node:crypto";
 import { CompactEncrypt, compactDecrypt } from "jose";
 import type { Logger } from "pino";
 import type { RedisCommandSender } from "../http/rate-limit-middleware";
+import { withTimeout } from "../http/redis-rate-limit-store";
 import { RefreshRejectedError, type OidcTokens } from "./oidc-login";
 
 /**
@@ -44,21 +45,14 @@ export function createRedisRefreshCoordinator(options: RedisRefreshCoordinatorOp
   const pollMs = options.pollMs ?? 50;
   const key = new Uint8Array(hkdfSync("sha256", options.secret, "cgs-portal", "refresh result A256GCM", 32));
 
-  const command = async (args: string[]): Promise<unknown> => {
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      return await Promise.race([
-        options.redis.sendCommand(args),
-        new Promise((_resolve, reject) => {
-          timer = setTimeout(() => reject(new RedisUnavailable("redis timed out")), commandTimeoutMs);
-        }),
-      ]);
-    } catch (err) {
-      throw err instanceof RedisUnavailable ? err : new RedisUnavailable(String(err));
-    } finally {
-      clearTimeout(timer);
-    }
-  };
+  // A sender that throws instead of rejecting counts as unavailable too.
+  const command = (args: string[]): Promise<unknown> =>
+    withTimeout(
+      Promise.resolve().then(() => options.redis.sendCommand(args)),
+      commandTimeoutMs,
+    ).catch((err: unknown) => {
+      throw new RedisUnavailable(err instanceof Error ? err.message : String(err));
+    });
 
   const seal = (result: StoredResult) =>
     new CompactEncrypt(new TextEncoder().encode(JSON.stringify(result)))
