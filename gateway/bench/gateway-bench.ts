@@ -16,7 +16,7 @@
  * self-time functions are printed.
  * Needs nginx and wrk (`apt-get install nginx-light wrk`; test/run-benchmarks.sh installs them) and Redis.
  */
-import { execFile, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -31,7 +31,9 @@ import {
 } from "../../test/bench/production-gateway";
 import { cpuDuring, usPerRequest } from "../../test/bench/process-cpu";
 import { nginxPids, startBareProxy, startNginx, stopNginx } from "../../test/bench/proxies";
+import { waitAnswering, stopChild } from "../../test/bench/processes";
 import { formatNumber, reportRows } from "../../test/bench/results";
+import { runWrk, type LoadResult } from "../../test/bench/wrk";
 import { closedPortUrl, connectRedis } from "../../test/harnesses/gateway-harness";
 
 const root = path.resolve(__dirname, "..", "..");
@@ -50,15 +52,6 @@ const FEWER_CONNECTIONS = [2, 8];
 const SAMPLER_ARG = process.env.BENCH_SAMPLER_ARG ?? "0.1";
 const REDIS_URL = process.env.REDIS_URL || "redis://127.0.0.1:6379";
 
-export interface WrkResult {
-  rps: number;
-  p50ms: number;
-  p99ms: number;
-  non2xx: number;
-  /** Requests completed during the run. */
-  requests: number;
-}
-
 const POLL_BODY = JSON.stringify({
   state: "running",
   instanceId: "i-0123456789abcdef0",
@@ -69,48 +62,12 @@ const POLL_BODY = JSON.stringify({
   message: null,
 });
 
-function ms(value: string, unit: string): number {
-  const n = Number(value);
-  return unit === "us" ? n / 1000 : unit === "s" ? n * 1000 : n;
-}
-
-/** Runs wrk (without blocking this process, so RSS can be sampled meanwhile) and parses its --latency summary. */
-export async function wrk(
-  url: string,
-  token: string,
-  seconds = SECONDS,
-  connections = CONNECTIONS,
-): Promise<WrkResult> {
-  const text = await new Promise<string>((resolve, reject) =>
-    execFile(
-      "wrk",
-      [
-        `-t${Math.min(2, connections)}`,
-        `-c${connections}`,
-        `-d${seconds}s`,
-        "--latency",
-        "-H",
-        `Authorization: Bearer ${token}`,
-        url,
-      ],
-      { encoding: "utf8", timeout: (seconds + 30) * 1000 },
-      (err, stdout, stderr) =>
-        err ? reject(new Error(`wrk failed: ${stderr || err.message}`)) : resolve(stdout),
-    ),
-  );
-  if (!/Requests\/sec/.test(text)) throw new Error(`wrk failed: ${text}`);
-  const pct = (p: string) => {
-    const m = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s)`, "m").exec(text);
-    return m ? ms(m[1]!, m[2]!) : NaN;
-  };
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(text)?.[1] ?? NaN);
-  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(text)?.[1] ?? 0);
-  const requests = Number(/(\d+) requests in/.exec(text)?.[1] ?? NaN);
-  return { rps, p50ms: pct("50"), p99ms: pct("99"), non2xx, requests };
-}
+/** wrk (-t2, CONNECTIONS unless told) with the bench's one token in a header. */
+const wrk = (url: string, token: string, seconds = SECONDS, connections = CONNECTIONS): Promise<LoadResult> =>
+  runWrk({ url, tokens: [token], seconds, connections });
 
 /** The run with the median of `key` (the upper one of an even count). */
-function medianRun<T>(runs: T[], key: (run: T) => number = (run) => (run as WrkResult).rps): T {
+function medianRun<T>(runs: T[], key: (run: T) => number = (run) => (run as LoadResult).rps): T {
   return [...runs].sort((a, b) => key(a) - key(b))[Math.floor(runs.length / 2)]!;
 }
 
@@ -141,24 +98,8 @@ function startNode(
   return spawnNode(nodeBin, args, { cwd, env: { ...process.env, ...env } }, cgroup);
 }
 
-async function waitFor(url: string, child?: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (child && child.exitCode !== null) throw new Error(`process for ${url} exited with ${child.exitCode}`);
-    try {
-      const res = await fetch(url);
-      await res.arrayBuffer();
-      if (res.status < 500) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`${url} did not answer`);
-}
-
 /** CPU time the processes spend per request of `work`'s wrk run, in µs: robust to other load on the machine. */
-async function cpuPerRequest(pids: number[], work: () => Promise<WrkResult>): Promise<[WrkResult, number]> {
+async function cpuPerRequest(pids: number[], work: () => Promise<LoadResult>): Promise<[LoadResult, number]> {
   const [result, spent] = await cpuDuring({ proxy: pids }, work);
   return [result, usPerRequest(spent.seconds.proxy!, result.requests)];
 }
@@ -170,14 +111,6 @@ function rssMb(pid: number): number {
   } catch {
     return NaN;
   }
-}
-
-async function stop(child: ChildProcess | undefined): Promise<void> {
-  if (!child || child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  child.kill("SIGTERM");
-  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
-  if (child.exitCode === null) child.kill("SIGKILL");
 }
 
 /** The profile's functions by self time, top n. */
@@ -291,14 +224,14 @@ async function main(): Promise<void> {
       ],
       {},
     );
-    await waitFor(upstreamUrl, upstream);
+    await waitAnswering(upstreamUrl, upstream);
     startNginx(dir, Number(new URL(nginxUrl).port), Number(new URL(upstreamUrl).port));
     nginxStarted = true;
-    await waitFor(nginxUrl);
+    await waitAnswering(nginxUrl);
     // Node's own HTTP server forwarding through the gateway's keep-alive client (undici), no check at all, on the
     // gateway's runtime: the ceiling any Node proxy built like the gateway reaches on this machine.
     bareProxy = startBareProxy(Number(new URL(bareProxyUrl).port), upstreamUrl);
-    await waitFor(bareProxyUrl, bareProxy);
+    await waitAnswering(bareProxyUrl, bareProxy);
 
     gateway = startGateway(gatewayUrl, upstreamUrl, idp, traces.endpoint, {
       telemetry: true,
@@ -306,7 +239,7 @@ async function main(): Promise<void> {
       cgroup,
       nodeOptions,
     });
-    await waitFor(`${gatewayUrl}/api/v1/health`, gateway);
+    await waitAnswering(`${gatewayUrl}/api/v1/health`, gateway);
     const token = await idp.sign({ sub: `bench-${Date.now()}`, azp: "cgs-portal", typ: "Bearer" });
     const probe = await fetch(`${gatewayUrl}${path_}`, { headers: { authorization: `Bearer ${token}` } });
     if (probe.status !== 200) throw new Error(`gateway answered ${probe.status}: ${await probe.text()}`);
@@ -316,7 +249,7 @@ async function main(): Promise<void> {
       cgroup: plainCgroup,
       nodeOptions,
     });
-    await waitFor(`${plainGatewayUrl}/api/v1/health`, plainGateway);
+    await waitAnswering(`${plainGatewayUrl}/api/v1/health`, plainGateway);
     // Warm-up: JIT, keep-alive pools, the JWKS.
     await wrk(`${gatewayUrl}${path_}`, token, 2);
     await wrk(`${plainGatewayUrl}${path_}`, token, 2);
@@ -325,11 +258,11 @@ async function main(): Promise<void> {
     // This machine's speed drifts by tens of percent within minutes, so one run of each would compare moments,
     // not proxies: every target is measured in each of ROUNDS rounds, in turn, and each row is the median round.
     const rounds = {
-      direct: [] as WrkResult[],
-      bare: [] as WrkResult[],
-      nginx: [] as [WrkResult, number][],
-      gateway: [] as [WrkResult, number][],
-      plain: [] as WrkResult[],
+      direct: [] as LoadResult[],
+      bare: [] as LoadResult[],
+      nginx: [] as [LoadResult, number][],
+      gateway: [] as [LoadResult, number][],
+      plain: [] as LoadResult[],
     };
     const runRss: number[] = [];
     const plainRss: number[] = [];
@@ -347,14 +280,14 @@ async function main(): Promise<void> {
       rounds.plain.push(off.result);
       plainRss.push(...off.rss);
     }
-    await stop(bareProxy);
-    await stop(plainGateway);
+    await stopChild(bareProxy);
+    await stopChild(plainGateway);
     const direct = medianRun(rounds.direct);
     const viaBareProxy = medianRun(rounds.bare);
     const [viaNginx, nginxCpu] = medianRun(rounds.nginx, ([r]) => r.rps);
     const [viaGateway, gatewayCpu] = medianRun(rounds.gateway, ([r]) => r.rps);
     const noTelemetry = medianRun(rounds.plain);
-    const spread = (runs: WrkResult[]) =>
+    const spread = (runs: LoadResult[]) =>
       ROUNDS > 1
         ? ` (rounds ${formatNumber(Math.min(...runs.map((r) => r.rps)))}–${formatNumber(Math.max(...runs.map((r) => r.rps)))})`
         : "";
@@ -376,7 +309,7 @@ async function main(): Promise<void> {
       : undefined;
 
     if (profile) {
-      await stop(gateway);
+      await stopChild(gateway);
       const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"));
       if (file) {
         console.log(`gateway CPU profile (${path.join(dir, file)}), top self time:`);
@@ -387,11 +320,11 @@ async function main(): Promise<void> {
         );
       }
     } else {
-      await stop(gateway);
+      await stopChild(gateway);
     }
 
     // The same build, every check and telemetry on, on the Node that runs this script (the machine's).
-    let onLocalNode: WrkResult | undefined;
+    let onLocalNode: LoadResult | undefined;
     if (GATEWAY_NODE !== process.execPath) {
       localGateway = startGateway(localGatewayUrl, upstreamUrl, idp, traces.endpoint, {
         telemetry: true,
@@ -399,14 +332,14 @@ async function main(): Promise<void> {
         cgroup,
         nodeOptions,
       });
-      await waitFor(`${localGatewayUrl}/api/v1/health`, localGateway);
+      await waitAnswering(`${localGatewayUrl}/api/v1/health`, localGateway);
       await wrk(`${localGatewayUrl}${path_}`, token, 2);
       onLocalNode = await wrk(`${localGatewayUrl}${path_}`, token);
     }
 
-    const rps = (r: WrkResult) => `${formatNumber(r.rps)} req/s`;
-    const lat = (r: WrkResult) => `p50 ${formatNumber(r.p50ms, 2)} ms, p99 ${formatNumber(r.p99ms, 2)} ms`;
-    const errors = (r: WrkResult) => (r.non2xx ? `, ${r.non2xx} non-2xx` : "");
+    const rps = (r: LoadResult) => `${formatNumber(r.rps)} req/s`;
+    const lat = (r: LoadResult) => `p50 ${formatNumber(r.p50ms, 2)} ms, p99 ${formatNumber(r.p99ms, 2)} ms`;
+    const errors = (r: LoadResult) => (r.failures ? `, ${r.failures} failed` : "");
     const nginxBase = `nginx ${rps(viaNginx)}`;
     const peak = (xs: number[]) => Math.max(...xs.filter(Number.isFinite));
     reportRows(
@@ -496,11 +429,11 @@ async function main(): Promise<void> {
       ],
     );
   } finally {
-    await stop(gateway);
-    await stop(plainGateway);
-    await stop(localGateway);
-    await stop(bareProxy);
-    await stop(upstream);
+    await stopChild(gateway);
+    await stopChild(plainGateway);
+    await stopChild(localGateway);
+    await stopChild(bareProxy);
+    await stopChild(upstream);
     if (nginxStarted) stopNginx(dir);
     for (const group of [cgroup, plainCgroup]) if (group) rmdirSync(group);
     await traces.close();

@@ -37,6 +37,7 @@ import {
   spawnNode,
 } from "../../../test/bench/production-gateway";
 import { cpuDuring, pidsNamed, usPerRequest, type CpuSpent } from "../../../test/bench/process-cpu";
+import { waitAnswering, stopChild } from "../../../test/bench/processes";
 import { nginxPids, startBareProxy, startNginx, stopNginx } from "../../../test/bench/proxies";
 import { runWrk, type LoadResult } from "../../../test/bench/wrk";
 import { closedPortUrl } from "../../../test/harnesses/gateway-harness";
@@ -90,27 +91,6 @@ function startProcess(
     { cwd: path.join(root, dir), env: { ...process.env, ...env } },
     runtime.cgroup,
   );
-}
-
-async function waitReady(url: string, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`the process for ${url} exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`${url}/readyz`)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  throw new Error(`${url} not ready`);
-}
-
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  child.kill("SIGTERM");
-  await exited;
 }
 
 /** Self time of a CPU profile summed by package (or "sessions", "shared", "node:" internals, "(gc)", ...). */
@@ -192,7 +172,7 @@ async function pollBenchmark(): Promise<void> {
       },
     );
     children.push(sessions);
-    await waitReady(sessionsUrl, sessions);
+    await waitAnswering(`${sessionsUrl}/readyz`, sessions);
     // The gateway as production runs it: the images' Node, the prod chart's NODE_OPTIONS and memory limit.
     const gateway = startProcess(
       "gateway",
@@ -213,15 +193,15 @@ async function pollBenchmark(): Promise<void> {
       { nodeBin: GATEWAY_NODE, cgroup: gatewayCgroup },
     );
     children.push(gateway);
-    await waitReady(gatewayUrl, gateway);
+    await waitAnswering(`${gatewayUrl}/readyz`, gateway);
     // The two proxies with no check at all, in front of the same service: what any proxy (nginx) and any Node proxy
     // built like the gateway (node:http and its undici pool, on its runtime) cost a poll on this machine.
     startNginx(profileDir, Number(new URL(nginxUrl).port), Number(new URL(sessionsUrl).port));
     nginxStarted = true;
-    await waitReady(nginxUrl, sessions);
+    await waitAnswering(`${nginxUrl}/readyz`, sessions);
     const bareProxy = startBareProxy(Number(new URL(bareProxyUrl).port), sessionsUrl);
     children.push(bareProxy);
-    await waitReady(bareProxyUrl, bareProxy);
+    await waitAnswering(`${bareProxyUrl}/readyz`, bareProxy);
 
     // Every account has a running, ready session, so each poll reads a real row.
     const accounts = Array.from({ length: ACCOUNTS }, (_, i) => `bench-${i}-${randomUUID().slice(0, 8)}`);
@@ -349,7 +329,7 @@ async function pollBenchmark(): Promise<void> {
         ["sessions", sessions],
         ["gateway", gateway],
       ] as const) {
-        await stopProcess(child);
+        await stopChild(child);
         const dir = path.join(profileDir, name);
         const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"));
         if (!file) continue;
@@ -358,7 +338,7 @@ async function pollBenchmark(): Promise<void> {
       }
     }
   } finally {
-    await Promise.all(children.map(stopProcess));
+    await Promise.all(children.map((child) => stopChild(child)));
     if (nginxStarted) stopNginx(profileDir);
     if (gatewayCgroup) rmdirSync(gatewayCgroup);
     await db.drop();
