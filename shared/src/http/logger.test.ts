@@ -1,17 +1,11 @@
 import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync } from "node:fs";
 import path from "node:path";
-import ts from "typescript";
+import { childBuildDir, transpileForChildren } from "../testing/child-build";
 import { LOG_FLUSH_INTERVAL_MS } from "./logger";
 
-// Under the repo's node_modules so the child resolves pino like a built service does.
-const buildDir = path.resolve(
-  __dirname,
-  "../../../node_modules/.cache",
-  `cgs-logger-test-${randomBytes(4).toString("hex")}`,
-);
-const loggerJs = path.join(buildDir, "logger.js");
+const buildDir = childBuildDir("cgs-logger-test");
+const loggerJs = path.join(buildDir, "http/logger.js");
 
 /** A process that logs `lines` lines with createLogger, then idles, exits or throws. */
 function runLogger(lines: number, then: "idle" | "exit" | "throw") {
@@ -35,19 +29,7 @@ function runLogger(lines: number, then: "idle" | "exit" | "throw") {
 }
 
 describe("createLogger", () => {
-  beforeAll(() => {
-    const source = path.join(__dirname, "logger.ts");
-    const output = ts.transpileModule(readFileSync(source, "utf8"), {
-      compilerOptions: {
-        module: ts.ModuleKind.CommonJS,
-        target: ts.ScriptTarget.ES2022,
-        esModuleInterop: true,
-      },
-      fileName: source,
-    }).outputText;
-    mkdirSync(buildDir, { recursive: true });
-    writeFileSync(loggerJs, output);
-  });
+  beforeAll(() => transpileForChildren([path.join(__dirname, "logger.ts")], buildDir));
   afterAll(() => rmSync(buildDir, { recursive: true, force: true }));
 
   it("when a process logs a line and then idles, then the line reaches stdout while the process still runs", async () => {

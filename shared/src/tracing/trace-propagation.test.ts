@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { cpSync, readdirSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import ts from "typescript";
+import { childBuildDir, transpileForChildren } from "../testing/child-build";
 import { createTestDatabase, type TestDatabase } from "../testing/db";
 import {
   createTestQueue,
@@ -16,12 +16,7 @@ import { testMigrationsFolder } from "../testing/test-migrations";
 import { startOtlpReceiver, type CollectedSpan, type OtlpReceiver } from "../testing/tracing";
 
 const sharedSrc = path.resolve(__dirname, "..");
-// Under the repo's node_modules so the children resolve packages like a built service does.
-const buildDir = path.resolve(
-  sharedSrc,
-  "../../node_modules/.cache",
-  `cgs-trace-test-${randomBytes(4).toString("hex")}`,
-);
+const buildDir = childBuildDir("cgs-trace-test");
 
 /** Transpiles the telemetry preload and the fixture service (and what they import) to CommonJS. */
 function buildForChildProcesses(): void {
@@ -34,19 +29,7 @@ function buildForChildProcesses(): void {
     .flatMap((dir) => walk(path.join(sharedSrc, dir)))
     .concat([path.join(sharedSrc, "events.ts"), path.join(sharedSrc, "telemetry.ts")])
     .filter((file) => file.endsWith(".ts") && !file.endsWith(".test.ts"));
-  for (const file of sources) {
-    const output = ts.transpileModule(readFileSync(file, "utf8"), {
-      compilerOptions: {
-        module: ts.ModuleKind.CommonJS,
-        target: ts.ScriptTarget.ES2022,
-        esModuleInterop: true,
-      },
-      fileName: file,
-    }).outputText;
-    const target = path.join(buildDir, path.relative(sharedSrc, file)).replace(/\.ts$/, ".js");
-    mkdirSync(path.dirname(target), { recursive: true });
-    writeFileSync(target, output);
-  }
+  transpileForChildren(sources, buildDir);
   cpSync(testMigrationsFolder, path.join(buildDir, "testing/migrations"), { recursive: true });
 }
 
