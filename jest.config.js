@@ -6,7 +6,9 @@ const base = {
   },
   moduleNameMapper: {
     "^@cgs/shared$": "<rootDir>/../shared/src/index.ts",
+    "^@cgs/shared/dist/(.*)$": "<rootDir>/../shared/src/$1",
     "^@cgs/shared/(.*)$": "<rootDir>/../shared/src/$1",
+    "^@cgs/host-agent$": "<rootDir>/../host-agent/src/index.ts",
     "^@cgs/sdk$": "<rootDir>/../clients/sdk/src/index.ts",
   },
   testMatch: ["<rootDir>/**/*.test.ts"],
@@ -28,6 +30,7 @@ module.exports = {
   testTimeout: 60_000,
   projects: [
     project("shared", "shared"),
+    project("host-agent", "host-agent"),
     project("gateway", "gateway"),
     project("sessions", "services/sessions"),
     project("billing", "services/billing"),

@@ -1,0 +1,3 @@
+export * from "./protocol/host-report";
+export * from "./agent/host-agent";
+export { AGENT_VERSION } from "./version";

@@ -1,0 +1,102 @@
+import { createHmac, timingSafeEqual } from "node:crypto";
+import { z } from "zod";
+
+/**
+ * What a streaming instance's host agent tells the platform, and how it proves it speaks for its own instance:
+ * every report is signed with HMAC-SHA256 under the session's own agent key (handed to the instance at launch,
+ * derived by the sessions service, never shared between instances). The sessions service refuses a report whose
+ * signature, session or instance does not match. Nothing in a report moves money: it only says what the host saw.
+ */
+export const HOST_REPORT_VERSION = 1;
+
+const isoDateTime = z.string().datetime({ offset: true });
+
+export const hostReportSchema = z
+  .object({
+    instanceId: z.string().min(1).max(64),
+    sessionId: z.string().uuid(),
+    /** Grows with every report of the agent, across restarts (it starts from the wall clock). */
+    seq: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+    sentAt: isoDateTime,
+    /** When the host sampled what follows; older than sentAt when the report waited for the platform. */
+    observedAt: isoDateTime,
+    /** Streaming clients connected to the host's streaming ports (Moonlight sessions on Sunshine). */
+    clientsConnected: z.number().int().min(0).max(64),
+    /** Last user input on the host's display; null when the host has no display reader or saw none. */
+    lastInputAt: isoDateTime.nullable(),
+    /** Whether Sunshine's API answered the agent's last probe. */
+    sunshineAnswers: z.boolean(),
+    /** SHA-256 of the DER certificate Sunshine serves, lower-case hex; null while it has none. */
+    certSha256: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .nullable(),
+    agentVersion: z.string().min(1).max(32),
+  })
+  .strict();
+
+export type HostReport = z.infer<typeof hostReportSchema>;
+
+export const signedHostReportSchema = z
+  .object({
+    v: z.literal(HOST_REPORT_VERSION),
+    report: hostReportSchema,
+    /** base64url HMAC-SHA256 of {@link canonicalReport} under the session's agent key. */
+    sig: z.string().regex(/^[A-Za-z0-9_-]{43}$/),
+  })
+  .strict();
+
+export type SignedHostReport = z.infer<typeof signedHostReportSchema>;
+
+/** The bytes that are signed: every field in a fixed order, so key order on the wire does not matter. */
+export function canonicalReport(report: HostReport): string {
+  const ordered: HostReport = {
+    instanceId: report.instanceId,
+    sessionId: report.sessionId,
+    seq: report.seq,
+    sentAt: report.sentAt,
+    observedAt: report.observedAt,
+    clientsConnected: report.clientsConnected,
+    lastInputAt: report.lastInputAt,
+    sunshineAnswers: report.sunshineAnswers,
+    certSha256: report.certSha256,
+    agentVersion: report.agentVersion,
+  };
+  return `cgs-host-report-v${HOST_REPORT_VERSION}\n${JSON.stringify(ordered)}`;
+}
+
+function mac(agentKey: Buffer, report: HostReport): Buffer {
+  return createHmac("sha256", agentKey).update(canonicalReport(report)).digest();
+}
+
+export function signHostReport(report: HostReport, agentKey: Buffer): SignedHostReport {
+  return { v: HOST_REPORT_VERSION, report, sig: mac(agentKey, report).toString("base64url") };
+}
+
+/** True when `signed.sig` is the report's HMAC under `agentKey` (constant-time comparison). */
+export function hasValidSignature(signed: SignedHostReport, agentKey: Buffer): boolean {
+  const given = Buffer.from(signed.sig, "base64url");
+  const expected = mac(agentKey, signed.report);
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+export type ParsedHostReport = { ok: true; signed: SignedHostReport } | { ok: false; problem: string };
+
+/** Parses a queue message body; the problem names the first bad field. */
+export function parseSignedHostReport(body: string): ParsedHostReport {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    return { ok: false, problem: "body is not JSON" };
+  }
+  const parsed = signedHostReportSchema.safeParse(json);
+  if (parsed.success) return { ok: true, signed: parsed.data };
+  const issue = parsed.error.issues[0];
+  return { ok: false, problem: `${issue?.path.join(".") || "(root)"}: ${issue?.message ?? "invalid"}` };
+}
+
+/** Normalises a certificate fingerprint ("AB:CD:…" as Node prints it, or bare hex) to lower-case hex. */
+export function normalizeFingerprint(fingerprint: string): string {
+  return fingerprint.replace(/:/g, "").toLowerCase();
+}
