@@ -44,6 +44,16 @@ export const eventDataSchemas = {
     currency,
   }),
   /**
+   * Billing's forecast for a running session: the wallet pays for it only until `runsOutAt` (it covers less than
+   * the warning window). Null once it covers more again (a top-up). Sessions shows it in poll before the stop.
+   */
+  "credits.low": z.object({
+    sessionId: z.string().min(1),
+    runsOutAt: isoDateTime.nullable(),
+    balance: minorUnits,
+    currency,
+  }),
+  /**
    * Billing still meters these sessions of the account: sessions answers with a fresh session.stopped or
    * session.failed for each one that has in truth ended (a lost or DLQ'd end event still ends the charge).
    */

@@ -1,14 +1,20 @@
 import type { RequestListener } from "node:http";
 import type { Logger } from "pino";
+import type { SQSClient } from "@aws-sdk/client-sqs";
 import {
   createAccountsClient,
   createOutboxPublisher,
+  createQueueUrlResolver,
+  deleteMessages,
+  ensureQueue,
   systemClock,
   type Clock,
   metrics,
   onScrape,
+  sqsClientFromConfig,
   startEventWorkers,
   startPeriodicWorker,
+  startQueuePoller,
   type Closer,
   type OpenedDatabase,
   STREAMING_TCP_PORTS,
@@ -24,25 +30,63 @@ import {
   type PrivateNetwork,
 } from "./adapters/private-network";
 import { SimulatedCloudProvider } from "./adapters/simulated-cloud-provider";
+import { SimulatedHosts } from "./adapters/simulated-hosts";
 import { SimulatedStreamingHost, SunshineStreamingHost, type StreamingHost } from "./adapters/streaming-host";
 import { createApp, type SessionsAppDeps, type SessionsContext } from "./app";
 import type { SessionsConfig } from "./config";
 import type * as schema from "./data/schema";
-import { countActiveSessionsByState, type SessionsDb } from "./data/session-repository";
+import { countActiveSessionsByState, hostReportAges, type SessionsDb } from "./data/session-repository";
 import { activeStates } from "./data/session-tables";
 import { StreamingCredentialRepository } from "./data/streaming-credential-repository";
 import { sessionEventHandlers } from "./events/session-event-handlers";
-import { sweepIdleSessions } from "./domain/idle-sweep";
+import { ingestHostReports, type AgentKeyLookup } from "./domain/host-reports";
+import { sweepPlay } from "./domain/play-sweep";
 import { Reconciler } from "./domain/reconciler";
 import { LOCAL_STREAMING_CREDENTIALS_KEY, StreamingCredentialVault } from "./domain/streaming-credentials";
 import { type EventPublisher, type SessionSettings, type SessionsDomainDeps } from "./domain/session-deps";
 
+/**
+ * The host-report queue's URL, looked up (or, with CREATE_QUEUES, created with its DLQ) once, on first use: a
+ * launch hands it to the instance's agent, the report consumer drains it.
+ */
+export function hostReportQueue(
+  config: SessionsConfig,
+  sqs: SQSClient = sqsClientFromConfig(config),
+): () => Promise<string> {
+  const name = config.QUEUE_NAME_PREFIX + config.HOST_REPORT_QUEUE_NAME;
+  let url: Promise<string> | undefined;
+  return () => {
+    url ??= (
+      config.CREATE_QUEUES
+        ? ensureQueue(sqs, name, {
+            maxReceiveCount: config.QUEUE_MAX_RECEIVE_COUNT,
+            visibilityTimeout: 30,
+          }).then((q) => q.queueUrl)
+        : createQueueUrlResolver(sqs)(name)
+    ).catch((err: unknown) => {
+      url = undefined;
+      throw err;
+    });
+    return url;
+  };
+}
+
+export interface BuiltAdapters extends SessionsAppDeps {
+  /** Per-instance streaming-host credentials and report keys. */
+  vault: StreamingCredentialVault;
+  /** Each session's report-signing key (the vault derives it). */
+  agentKey: AgentKeyLookup;
+  reportQueueUrl(): Promise<string>;
+}
+
 /** Picks every adapter from config: simulators by default, EC2 / Sunshine / Tailscale when configured. */
-export function buildAdapters(config: SessionsConfig, db: SessionsDb): SessionsAppDeps {
+export function buildAdapters(config: SessionsConfig, db: SessionsDb, logger?: Logger): BuiltAdapters {
   const vault = new StreamingCredentialVault(
     new StreamingCredentialRepository(db),
     config.STREAMING_CREDENTIALS_KEY ?? LOCAL_STREAMING_CREDENTIALS_KEY,
   );
+  const reportQueueUrl = hostReportQueue(config);
+  let simulatedHost: SimulatedStreamingHost | undefined;
   const credentials = (sessionId: string) => vault.forSession(sessionId);
   let cloud: CloudProvider;
   let simulatedCloud: SimulatedCloudProvider | undefined;
@@ -66,11 +110,22 @@ export function buildAdapters(config: SessionsConfig, db: SessionsDb): SessionsA
       region: config.CLOUD_REGION,
       bootDelayMs: config.SIMULATOR_BOOT_DELAY_MS,
       pageSize: config.SIMULATOR_PAGE_SIZE,
+      ...(config.SIMULATOR_HOST_AGENTS
+        ? {
+            hosts: new SimulatedHosts({
+              region: config.AWS_REGION,
+              endpoint: config.AWS_ENDPOINT_URL,
+              reportIntervalMs: config.SIMULATOR_AGENT_REPORT_INTERVAL_MS,
+              sampleIntervalMs: Math.min(1_000, config.SIMULATOR_AGENT_REPORT_INTERVAL_MS),
+              sunshineAnswers: (ip) => simulatedHost?.answers(ip) ?? true,
+              ...(logger ? { logger: logger.child({ component: "simulated-host-agent" }) } : {}),
+            }),
+          }
+        : {}),
     });
     cloud = simulatedCloud;
   }
   let streamingHost: StreamingHost;
-  let simulatedHost: SimulatedStreamingHost | undefined;
   if (config.STREAMING_HOST === "sunshine") {
     streamingHost = new SunshineStreamingHost({
       urlTemplate: config.STREAMING_HOST_URL_TEMPLATE,
@@ -102,12 +157,16 @@ export function buildAdapters(config: SessionsConfig, db: SessionsDb): SessionsA
       network: privateNetwork,
       hostTag: config.VPN_HOST_TAG,
       keyTtlSeconds: config.VPN_HOST_KEY_TTL_SECONDS,
+      reports: { queueUrl: reportQueueUrl, region: config.AWS_REGION },
     }),
     streamingHost,
     privateNetwork,
     accounts: createAccountsClient({ baseUrl: config.ACCOUNTS_URL, timeoutMs }),
     billing: createBillingClient({ baseUrl: config.BILLING_URL, timeoutMs }),
     ...(simulatedCloud ? { simulator: { cloud: simulatedCloud, streamingHost: simulatedHost } } : {}),
+    vault,
+    agentKey: (sessionId) => vault.agentKey(sessionId),
+    reportQueueUrl,
   };
 }
 
@@ -117,9 +176,17 @@ export function sessionSettingsFrom(config: SessionsConfig): SessionSettings {
     ratePerMinute: config.SESSION_RATE_PER_MINUTE,
     currency: config.SESSION_CURRENCY,
     defaultIdleTimeoutMinutes: config.SESSION_IDLE_TIMEOUT_MINUTES,
+    defaultMaxLengthMinutes: config.SESSION_MAX_LENGTH_MINUTES,
     availabilityZone: config.CLOUD_AVAILABILITY_ZONE,
     capacityRetryAfterSeconds: config.CLOUD_CAPACITY_RETRY_AFTER_SECONDS,
-    activityGranularityMs: config.SESSION_ACTIVITY_GRANULARITY_MS,
+    play: {
+      minuteMs: config.SESSION_MINUTE_MS,
+      idleWarningMinutes: config.IDLE_WARNING_MINUTES,
+      maxLengthWarningMinutes: config.MAX_LENGTH_WARNING_MINUTES,
+      extensionMinutes: config.SESSION_EXTENSION_MINUTES,
+      hostStaleMs: config.HOST_REPORT_STALE_MS,
+      hostLostMs: config.HOST_LOST_AFTER_MS,
+    },
     idempotencyTtlHours: config.IDEMPOTENCY_TTL_HOURS,
     pairing: {
       attempts: config.PAIRING_RETRY_ATTEMPTS,
@@ -177,9 +244,52 @@ export function reconcilerFor(deps: SessionsDomainDeps): Reconciler {
 
 export interface SessionsWorkerOptions {
   events?: boolean;
+  /** Where host reports come from and how their signatures are checked; omit to run without the consumer. */
+  hostReports?: {
+    agentKey: AgentKeyLookup;
+    queueUrl(): Promise<string>;
+    sqs?: SQSClient;
+    concurrency?: number;
+  };
+  /** Closed last (the simulated hosts' agents). */
+  simulator?: { close(): Promise<void> };
 }
 
-/** The event consumer and outbox relay, the reconciler and the idle sweep; closers for runService's drain. */
+/**
+ * Drains the host-report queue in batches: each batch is checked and applied in one statement, then deleted
+ * (a refused report is final, so it is deleted too). A batch that fails (database down) comes back after the
+ * queue's visibility timeout.
+ */
+export async function startHostReportConsumer(
+  deps: SessionsDomainDeps,
+  config: SessionsConfig,
+  reports: NonNullable<SessionsWorkerOptions["hostReports"]>,
+): Promise<Closer[]> {
+  const sqs = reports.sqs ?? sqsClientFromConfig(config);
+  const queueUrl = await reports.queueUrl();
+  const logger = deps.logger.child({ component: "host-reports" });
+  const poller = startQueuePoller({
+    sqs,
+    queueUrl,
+    waitTimeSeconds: config.QUEUE_WAIT_SECONDS,
+    concurrency: reports.concurrency ?? 4,
+    logger,
+    handleBatch: async (messages) => {
+      await ingestHostReports(
+        deps,
+        reports.agentKey,
+        messages.map((m) => m.Body ?? ""),
+      );
+      await deleteMessages(sqs, queueUrl, messages, logger);
+    },
+  });
+  return [() => poller.stop(), () => (reports.sqs ? undefined : sqs.destroy())];
+}
+
+/**
+ * The event consumer and outbox relay, the host-report consumer, the reconciler, the orphan and play sweeps;
+ * closers for runService's drain.
+ */
 export async function startSessionsWorkers(
   deps: SessionsDomainDeps,
   database: OpenedDatabase<typeof schema>,
@@ -218,22 +328,32 @@ export async function startSessionsWorkers(
     },
     log,
   );
-  const idleSweep = startPeriodicWorker(
-    "idle-sweep",
+  const playSweep = startPeriodicWorker(
+    "play-sweep",
     config.IDLE_SWEEP_INTERVAL_MS,
-    () => sweepIdleSessions(deps),
-    logger,
+    async () => {
+      const report = await sweepPlay(deps);
+      if (report.warned + report.stopped + report.lost > 0) logger.info(report, "play sweep");
+    },
+    logger.child({ component: "play-sweep" }),
   );
   const stopCounting = onScrape(async () => {
     const counts = await countActiveSessionsByState(database.db);
     for (const state of activeStates) metrics.sessionsByState.labels(state).set(counts.get(state) ?? 0);
+    const ages = await hostReportAges(database.db, deps.clock.now(), config.HOST_REPORT_STALE_MS);
+    metrics.hostReportAge.labels("max").set(ages.max);
+    metrics.hostReportAge.labels("p50").set(ages.p50);
+    metrics.sessionsWithoutReports.set(ages.silent);
   });
+  if (options.hostReports)
+    closers.unshift(...(await startHostReportConsumer(deps, config, options.hostReports)));
   closers.unshift(
     () => reconcile.stop(),
     () => orphans.stop(),
-    () => idleSweep.stop(),
+    () => playSweep.stop(),
     stopCounting,
   );
+  if (options.simulator) closers.push(() => options.simulator!.close());
   return closers;
 }
 
@@ -246,10 +366,14 @@ export interface SessionsService {
 /** The composition root: adapters, settings and the use cases' dependencies built once, shared by app and workers. */
 export function composeSessions(context: SessionsContext): SessionsService {
   const { config, logger, database } = context;
-  const adapters = buildAdapters(config, database.db);
+  const adapters = buildAdapters(config, database.db, logger);
   const deps = domainDepsFor(config, adapters, database.db, logger);
   return {
     app: createApp(context, deps, adapters.simulator),
-    workers: () => startSessionsWorkers(deps, database, config),
+    workers: () =>
+      startSessionsWorkers(deps, database, config, {
+        hostReports: { agentKey: adapters.agentKey, queueUrl: adapters.reportQueueUrl },
+        ...(adapters.simulator ? { simulator: adapters.simulator.cloud } : {}),
+      }),
   };
 }

@@ -31,10 +31,35 @@ export const sessionsConfigSchema = z
     SESSION_IDLE_TIMEOUT_MINUTES: envInt(15, 1).describe(
       "Idle timeout when the account's preferences carry none, in minutes",
     ),
-    SESSION_ACTIVITY_GRANULARITY_MS: envInt(30_000, 0).describe(
-      "Poll/pair/connect calls refresh a session's last-activity time at most this often, in ms",
+    SESSION_MAX_LENGTH_MINUTES: envInt(720, 1).describe(
+      "Maximum session length when the account's preferences carry none, in minutes",
     ),
-    IDLE_SWEEP_INTERVAL_MS: envInt(30_000, 10).describe("Pause between idle-timeout sweeps, in ms"),
+    IDLE_WARNING_MINUTES: envInt(5, 1).describe(
+      "How long before an idle stop poll warns (at most half the idle timeout), in minutes",
+    ),
+    MAX_LENGTH_WARNING_MINUTES: envInt(10, 1).describe(
+      "How long before a maximum-length stop poll warns, in minutes",
+    ),
+    SESSION_EXTENSION_MINUTES: envInt(60, 1).describe(
+      "Keep playing during a maximum-length warning postpones the stop by this much, in minutes",
+    ),
+    SESSION_MINUTE_MS: envInt(60_000, 10).describe(
+      "Length of a minute of the session clock (idle timeout, warnings, maximum length), in ms: 60000 in every real deployment, shorter only in tests",
+    ),
+    HOST_REPORT_QUEUE_NAME: z
+      .string()
+      .min(1)
+      .default("cgs-host-reports")
+      .describe("SQS queue the streaming hosts' agents report to (its DLQ is <name>-dlq)"),
+    HOST_REPORT_STALE_MS: envInt(90_000, 1).describe(
+      "A ready session whose host agent has not reported for this long is warned about, in ms",
+    ),
+    HOST_LOST_AFTER_MS: envInt(300_000, 1).describe(
+      "A ready session whose host agent has not reported for this long ends as instance_lost, charged up to its last report, in ms",
+    ),
+    IDLE_SWEEP_INTERVAL_MS: envInt(10_000, 10).describe(
+      "Pause between play sweeps (warnings; idle, maximum-length and lost-host stops), in ms",
+    ),
     RECONCILER_INTERVAL_MS: envInt(5_000, 10).describe("Pause between reconciler ticks, in ms"),
     ORPHAN_SWEEP_INTERVAL_MS: envInt(60_000, 10).describe(
       "Pause between sweeps that terminate tagged instances with no active session, in ms",
@@ -108,6 +133,12 @@ export const sessionsConfigSchema = z
       "Streaming-host simulator: time from an instance running until its streaming host answers, in ms",
     ),
     SIMULATOR_PAGE_SIZE: envInt(1_000, 1).describe("Cloud simulator: instances per describe page"),
+    SIMULATOR_HOST_AGENTS: envBoolean(true).describe(
+      "Cloud simulator: run the host agent's real code on every simulated instance, reporting to HOST_REPORT_QUEUE_NAME",
+    ),
+    SIMULATOR_AGENT_REPORT_INTERVAL_MS: envInt(30_000, 100).describe(
+      "Cloud simulator: how often a simulated host's agent reports when nothing changes, in ms",
+    ),
     SIMULATOR_CONTROL: envBoolean(true).describe(
       "Expose /internal/v1/simulator/* (fault injection) when the simulator is selected and NODE_ENV is not production",
     ),

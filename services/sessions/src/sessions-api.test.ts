@@ -1,7 +1,7 @@
 import { eq } from "drizzle-orm";
 import { outboxTable, type AnyEvent } from "@cgs/shared";
 import { pairingPinsTable, sessionsTable } from "./data/session-tables";
-import { sweepIdleSessions } from "./domain/idle-sweep";
+import { sweepPlay } from "./domain/play-sweep";
 import { startRunningSession, startSessionsHarness, type SessionsHarness } from "./testing/sessions-harness";
 
 let h: SessionsHarness;
@@ -30,6 +30,8 @@ const idle = {
   startedAt: null,
   ready: false,
   message: null,
+  warning: null,
+  stopReason: null,
 };
 
 async function outboxEvents(accountId: string) {
@@ -343,7 +345,7 @@ describe("faults and retries", () => {
       .update(pairingPinsTable)
       .set({ expiresAt: new Date(Date.now() - 1000) })
       .where(eq(pairingPinsTable.sessionId, session!.id));
-    await sweepIdleSessions(h.deps);
+    await sweepPlay(h.deps);
     expect(await pinOf()).toHaveLength(0);
     await h.call(acct, "POST", "/api/v1/sessions/stop");
   });
@@ -365,29 +367,41 @@ describe("faults and retries", () => {
     expect((await h.call(acct, "GET", "/api/v1/sessions/poll")).body.state).toBe("failed");
   });
 
-  it("when a session is idle past its timeout, then the idle sweep stops it and publishes session.stopped", async () => {
+  it("when nothing was played for the idle timeout, then polling does not keep the session alive: poll warns and the sweep stops it as idle", async () => {
     const acct = account();
     await startRunning(acct);
     await h.database.db
       .update(sessionsTable)
-      .set({ lastActivityAt: new Date(Date.now() - 16 * 60_000) })
+      .set({ playSeenAt: new Date(Date.now() - 16 * 60_000) })
       .where(eq(sessionsTable.accountId, acct));
-    expect(await sweepIdleSessions(h.deps)).toBeGreaterThanOrEqual(1);
-    expect((await h.call(acct, "GET", "/api/v1/sessions/poll")).body.state).toBe("stopping");
-    const stopped = (await outboxEvents(acct)).find((e) => e.type === "session.stopped");
-    expect(stopped?.data).toMatchObject({ reason: "idle_timeout" });
+    const warned = (await h.call(acct, "GET", "/api/v1/sessions/poll")).body;
+    expect(warned.warning).toMatchObject({ kind: "idle", canKeepPlaying: true });
+    expect(warned.message).toMatch(
+      /^No input for 16 min: this session stops at \d\d:\d\d UTC unless you play/,
+    );
+    expect((await sweepPlay(h.deps)).stopped).toBeGreaterThanOrEqual(1);
+    const stopped = (await h.call(acct, "GET", "/api/v1/sessions/poll")).body;
+    expect(stopped).toMatchObject({ state: "stopping", stopReason: "idle", warning: null });
+    expect(stopped.message).toBe(
+      "Stopped after 15 min without play (no streaming client connected and no input).",
+    );
+    const event = (await outboxEvents(acct)).find((e) => e.type === "session.stopped");
+    expect(event?.data).toMatchObject({ reason: "idle" });
   });
 
-  it("when a session is polled, then its activity is refreshed and the idle sweep leaves it running", async () => {
+  it("when the player stops, then poll keeps the reason until the next start", async () => {
     const acct = account();
     await startRunning(acct);
-    await h.database.db
-      .update(sessionsTable)
-      .set({ lastActivityAt: new Date(Date.now() - 16 * 60_000) })
-      .where(eq(sessionsTable.accountId, acct));
-    await h.call(acct, "GET", "/api/v1/sessions/poll");
-    await sweepIdleSessions(h.deps);
-    expect((await h.call(acct, "GET", "/api/v1/sessions/poll")).body.state).toBe("running");
+    await h.call(acct, "POST", "/api/v1/sessions/stop");
+    await h.reconciler.tick();
+    await h.reconciler.tick();
+    expect((await h.call(acct, "GET", "/api/v1/sessions/poll")).body).toMatchObject({
+      state: "stopped",
+      stopReason: "user",
+      message: "Stopped at your request.",
+    });
+    const again = await startRunning(acct);
+    expect(again).toMatchObject({ stopReason: null, message: null });
     await h.call(acct, "POST", "/api/v1/sessions/stop");
   });
 });

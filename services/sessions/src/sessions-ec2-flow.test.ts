@@ -80,6 +80,7 @@ describe("the session lifecycle on the EC2 adapter (moto)", () => {
       network,
       hostTag: h.config.VPN_HOST_TAG,
       keyTtlSeconds: h.config.VPN_HOST_KEY_TTL_SECONDS,
+      reports: { queueUrl: h.reportQueueUrl, region: "us-east-1" },
     });
     const host = new SimulatedStreamingHost({
       readyDelayMs: 0,
@@ -98,10 +99,17 @@ describe("the session lifecycle on the EC2 adapter (moto)", () => {
       new DescribeInstanceAttributeCommand({ InstanceId: started.instanceId!, Attribute: "userData" }),
     );
     const cloudConfig = Buffer.from(userData.UserData?.Value ?? "", "base64").toString("utf8");
-    const [envFile, tailscaleFile] = [...cloudConfig.matchAll(/content: (\S+)/g)].map((m) =>
+    const [envFile, tailscaleFile, agentFile] = [...cloudConfig.matchAll(/content: (\S+)/g)].map((m) =>
       Buffer.from(m[1]!, "base64").toString("utf8"),
     );
-    const credentials = await h.vault.forSession((await pollSessionRow(acct)).id);
+    const sessionId = (await pollSessionRow(acct)).id;
+    const credentials = await h.vault.forSession(sessionId);
+    // The host agent gets its session, that session's own signing key and the queue to report to.
+    expect(cloudConfig).toContain("path: /etc/cgs/agent.env");
+    expect(agentFile).toBe(
+      `CGS_SESSION_ID=${sessionId}\nCGS_AGENT_KEY=${h.vault.agentKey(sessionId).toString("base64url")}\n` +
+        `CGS_REPORT_QUEUE_URL=${await h.reportQueueUrl()}\nAWS_REGION=us-east-1\n`,
+    );
     expect(envFile).toBe(
       `SUNSHINE_USERNAME=${credentials!.username}\nSUNSHINE_PASSWORD=${credentials!.password}\n`,
     );

@@ -133,6 +133,6 @@ describe("workers", () => {
     const stopped = await waitUntil(() => billingEventsFor(acct, "session.stopped"), {
       description: "session.stopped on the billing queue",
     });
-    expect(stopped.data).toMatchObject({ reason: "account_purged" });
+    expect(stopped.data).toMatchObject({ reason: "account_deletion" });
   });
 });

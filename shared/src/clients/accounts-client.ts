@@ -10,6 +10,7 @@ const accountStatusSchema = z.object({
     .object({
       region: z.string().optional(),
       idleTimeoutMinutes: z.number().int().positive().optional(),
+      maxSessionLengthMinutes: z.number().int().positive().optional(),
     })
     .passthrough(),
 });

@@ -41,6 +41,41 @@ function createPlatformMetrics() {
       help: "Session starts refused because the cloud region had no capacity",
       registers: r,
     }),
+    sessionWarnings: new Counter({
+      name: "cgs_session_warnings_total",
+      help: "Automatic stops announced in poll before they happen, by kind (idle, max_length, credits, host_unhealthy)",
+      labelNames: ["kind"] as const,
+      registers: r,
+    }),
+    automaticStops: new Counter({
+      name: "cgs_session_automatic_stops_total",
+      help: "Sessions the platform stopped or ended by itself, by reason (idle, max_length, credits_exhausted, account_deletion, instance_lost)",
+      labelNames: ["reason"] as const,
+      registers: r,
+    }),
+    sessionKeepalives: new Counter({
+      name: "cgs_session_keepalives_total",
+      help: "Keep playing requests, by the warning they answered (none when no warning was showing)",
+      labelNames: ["warning"] as const,
+      registers: r,
+    }),
+    hostReports: new Counter({
+      name: "cgs_host_reports_total",
+      help: "Host agent reports received, by outcome (applied, stale, not_active, refused_signature, refused_instance, refused_schema, refused_certificate)",
+      labelNames: ["outcome"] as const,
+      registers: r,
+    }),
+    hostReportAge: new Gauge({
+      name: "cgs_host_report_age_seconds",
+      help: "Running sessions' newest host report age: the oldest (max) and the median (p50) across sessions",
+      labelNames: ["stat"] as const,
+      registers: r,
+    }),
+    sessionsWithoutReports: new Gauge({
+      name: "cgs_sessions_host_silent",
+      help: "Ready sessions whose host agent has not reported within HOST_REPORT_STALE_MS",
+      registers: r,
+    }),
     pairingFailures: new Counter({
       name: "cgs_session_pairing_failures_total",
       help: "Pairing attempts refused, by reason",

@@ -1,10 +1,4 @@
-import {
-  DeleteMessageCommand,
-  ReceiveMessageCommand,
-  SendMessageCommand,
-  type Message,
-  type SQSClient,
-} from "@aws-sdk/client-sqs";
+import { DeleteMessageCommand, SendMessageCommand, type Message, type SQSClient } from "@aws-sdk/client-sqs";
 import { SpanKind, SpanStatusCode, trace, type Span } from "@opentelemetry/api";
 import { parseEvent, type AnyEvent, type EventEnvelope, type EventType } from "../events";
 import { silentLogger, type ComponentLogger } from "../db/component-logger";
@@ -14,6 +8,7 @@ import { metrics } from "../metrics/platform-metrics";
 import { recordSpanError, sharedTracer } from "../tracing/span-helpers";
 import { extractTraceContext } from "../tracing/trace-carrier";
 import { traceCarrierFromAttributes } from "./message-attributes";
+import { startQueuePoller } from "./queue-poller";
 
 export type EventHandler<T extends EventType, TSchema extends DatabaseSchema = DatabaseSchema> = (
   event: EventEnvelope<T>,
@@ -64,19 +59,6 @@ export function startConsumer<TSchema extends DatabaseSchema>(options: ConsumerO
   const logger = options.logger ?? silentLogger;
   const { sqs, queueUrl, db } = options;
   const queueName = queueUrl.split("/").pop() ?? queueUrl;
-  const abort = new AbortController();
-  let stopping = false;
-
-  const pause = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        abort.signal.removeEventListener("abort", done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      abort.signal.addEventListener("abort", done, { once: true });
-    });
 
   const deleteMessage = async (message: Message) => {
     try {
@@ -187,41 +169,16 @@ export function startConsumer<TSchema extends DatabaseSchema>(options: ConsumerO
     );
   };
 
-  const receive = async (): Promise<Message[]> => {
-    const out = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: queueUrl,
-        WaitTimeSeconds: options.waitTimeSeconds ?? 20,
-        MaxNumberOfMessages: options.maxMessages ?? 10,
-        ...(options.visibilityTimeout !== undefined ? { VisibilityTimeout: options.visibilityTimeout } : {}),
-        MessageAttributeNames: ["All"],
-        MessageSystemAttributeNames: ["ApproximateReceiveCount"],
-      }),
-      { abortSignal: abort.signal },
-    );
-    return out.Messages ?? [];
-  };
-
-  const loop = (async () => {
-    while (!stopping) {
-      let messages: Message[];
-      try {
-        messages = await receive();
-      } catch (err) {
-        if (stopping) break;
-        logger.error({ err, queue: queueName }, "receive failed; retrying");
-        await pause(options.receiveErrorBackoffMs ?? 1_000);
-        continue;
-      }
+  return startQueuePoller({
+    sqs,
+    queueUrl,
+    waitTimeSeconds: options.waitTimeSeconds,
+    maxMessages: options.maxMessages,
+    visibilityTimeout: options.visibilityTimeout,
+    receiveErrorBackoffMs: options.receiveErrorBackoffMs,
+    logger,
+    handleBatch: async (messages) => {
       await Promise.all(messages.map(handle));
-    }
-  })();
-
-  return {
-    async stop() {
-      stopping = true;
-      abort.abort();
-      await loop;
     },
-  };
+  });
 }

@@ -52,6 +52,7 @@ export const eventPublishers: Record<EventType, QueueOwner> = {
   "session.stopped": "sessions",
   "session.failed": "sessions",
   "credits.exhausted": "billing",
+  "credits.low": "billing",
   "metering.audit": "billing",
   "account.purge": "accounts",
 };
@@ -62,6 +63,7 @@ export const platformEventRoutes: EventRoutes = {
   "session.stopped": [serviceQueueNames.billing],
   "session.failed": [serviceQueueNames.billing],
   "credits.exhausted": [serviceQueueNames.sessions],
+  "credits.low": [serviceQueueNames.sessions],
   "metering.audit": [serviceQueueNames.sessions],
   "account.purge": [serviceQueueNames.sessions, serviceQueueNames.billing],
 };

@@ -7,3 +7,4 @@ export * from "./outbox";
 export * from "./outbox-relay";
 export * from "./queue-pruning";
 export * from "./sqs-client";
+export * from "./queue-poller";

@@ -11,6 +11,7 @@ export interface Preferences {
   codec: (typeof CODECS)[number];
   region: string;
   idleTimeoutMinutes: number;
+  maxSessionLengthMinutes: number;
 }
 
 export type StoredPreferences = Partial<Preferences>;

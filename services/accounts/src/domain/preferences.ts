@@ -18,6 +18,7 @@ export const DEFAULT_PREFERENCES: Readonly<Preferences> = Object.freeze({
   codec: "h264",
   region: "us-east-1",
   idleTimeoutMinutes: 15,
+  maxSessionLengthMinutes: 720,
 });
 
 type FieldCheck = (value: unknown) => string | null;
@@ -44,6 +45,7 @@ const checks: Record<keyof Preferences, FieldCheck> = {
       ? null
       : "must be a cloud region such as us-east-1",
   idleTimeoutMinutes: integerBetween(5, 240),
+  maxSessionLengthMinutes: integerBetween(30, 1440),
 };
 
 const isPreferenceField = (name: string): name is keyof Preferences =>

@@ -26,25 +26,9 @@ export const billingMigrationsFolder = path.join(__dirname, "..", "..", "drizzle
 export const STRIPE_MOCK_URL = process.env.STRIPE_API_BASE || "http://127.0.0.1:12111";
 export const TEST_WEBHOOK_SECRET = "whsec_billing_test_secret";
 
-/** A mutable clock for metering and storage tests. */
-export interface TestClock {
-  now: () => Date;
-  set(at: Date | string): void;
-  advance(ms: number): void;
-}
+import { testClock, type TestClock } from "@cgs/shared/testing/clock";
 
-export function testClock(start: Date | string = new Date()): TestClock {
-  let current = new Date(start);
-  return {
-    now: () => new Date(current),
-    set: (at) => {
-      current = new Date(at);
-    },
-    advance: (ms) => {
-      current = new Date(current.getTime() + ms);
-    },
-  };
-}
+export { testClock, type TestClock };
 
 export interface BillingDatabaseFixture {
   database: OpenedDatabase<typeof schema>;

@@ -19,6 +19,14 @@ export interface LaunchRequest {
   streamingCredentials?: StreamingCredentials;
   /** Single-use key the host joins the private network with, tagged with its account's tag (never logged). */
   privateNetworkKey?: string;
+  /** What the instance's host agent needs: the session's signing key (base64url) and where to report. */
+  hostAgent?: HostAgentLaunch;
+}
+
+export interface HostAgentLaunch {
+  key: string;
+  reportQueueUrl: string;
+  region: string;
 }
 
 export interface CreateVolumeRequest {

@@ -21,7 +21,6 @@ import {
   type InstanceState,
   type LaunchRequest,
 } from "./cloud-provider";
-import type { StreamingCredentials } from "../domain/streaming-credentials";
 
 export interface Ec2Settings {
   region: string;
@@ -41,24 +40,40 @@ export interface Ec2Settings {
 }
 
 /**
- * cloud-init for the streaming image: writes the instance's own Sunshine API credentials and, when given, the
- * single-use key its boot unit joins the private network with (both read by the image's boot units).
+ * cloud-init for the streaming image: writes the instance's own Sunshine API credentials, the single-use key its
+ * boot unit joins the private network with, and its host agent's session, signing key and report queue (all read
+ * by the image's boot units; files 0600, root only).
  */
-export function streamingUserData(credentials: StreamingCredentials, privateNetworkKey?: string): string {
+export function streamingUserData(request: LaunchRequest): string {
   const file = (path: string, content: string) => [
     `  - path: ${path}`,
     "    permissions: '0600'",
     "    encoding: b64",
     `    content: ${Buffer.from(content).toString("base64")}`,
   ];
+  const { streamingCredentials: credentials, privateNetworkKey, hostAgent } = request;
   const cloudConfig = [
     "#cloud-config",
     "write_files:",
-    ...file(
-      "/etc/cgs/sunshine-credentials.env",
-      `SUNSHINE_USERNAME=${credentials.username}\nSUNSHINE_PASSWORD=${credentials.password}\n`,
-    ),
+    ...(credentials
+      ? file(
+          "/etc/cgs/sunshine-credentials.env",
+          `SUNSHINE_USERNAME=${credentials.username}\nSUNSHINE_PASSWORD=${credentials.password}\n`,
+        )
+      : []),
     ...(privateNetworkKey ? file("/etc/cgs/tailscale.env", `TS_AUTHKEY=${privateNetworkKey}\n`) : []),
+    ...(hostAgent
+      ? file(
+          "/etc/cgs/agent.env",
+          [
+            `CGS_SESSION_ID=${request.sessionId}`,
+            `CGS_AGENT_KEY=${hostAgent.key}`,
+            `CGS_REPORT_QUEUE_URL=${hostAgent.reportQueueUrl}`,
+            `AWS_REGION=${hostAgent.region}`,
+            "",
+          ].join("\n"),
+        )
+      : []),
     "",
   ].join("\n");
   return Buffer.from(cloudConfig).toString("base64");
@@ -143,9 +158,7 @@ export class Ec2CloudProvider implements CloudProvider {
               : { LaunchTemplateName: s.launchTemplate, Version: s.launchTemplateVersion },
           }
         : { ImageId: s.amiId, InstanceType: s.instanceType as RunInstancesCommandInput["InstanceType"] }),
-      ...(request.streamingCredentials
-        ? { UserData: streamingUserData(request.streamingCredentials, request.privateNetworkKey) }
-        : {}),
+      ...(request.streamingCredentials || request.hostAgent ? { UserData: streamingUserData(request) } : {}),
       ...(s.subnetId ? { SubnetId: s.subnetId } : {}),
       ...(s.securityGroupIds && s.securityGroupIds.length > 0
         ? { SecurityGroupIds: s.securityGroupIds }

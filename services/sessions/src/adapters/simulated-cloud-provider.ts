@@ -9,6 +9,7 @@ import {
 } from "./cloud-provider";
 import type { StreamingCredentials } from "../domain/streaming-credentials";
 import { accountNetworkTag } from "@cgs/shared";
+import type { SimulatedHosts } from "./simulated-hosts";
 
 export interface SimulatorSettings {
   region: string;
@@ -17,6 +18,8 @@ export interface SimulatorSettings {
   /** Instances per describe page. */
   pageSize: number;
   now?: () => number;
+  /** Runs each instance's host agent from the end of its boot until it is terminated or lost. */
+  hosts?: SimulatedHosts;
 }
 
 interface SimInstance {
@@ -65,6 +68,7 @@ export class SimulatedCloudProvider implements CloudProvider {
     deleteVolume: 0,
   };
   private readonly instances = new Map<string, SimInstance>();
+  private readonly boots = new Map<string, NodeJS.Timeout>();
   private readonly bySession = new Map<string, SimInstance>();
   readonly volumes = new Map<string, SimVolume>();
   private capacityFailures = 0;
@@ -94,7 +98,26 @@ export class SimulatedCloudProvider implements CloudProvider {
     const instance = this.instances.get(instanceId);
     if (!instance) return false;
     instance.lost = true;
+    this.shutdownHost(instanceId);
     return true;
+  }
+
+  /** The instance's host: its pretend display and streaming clients (local runs only). */
+  get hosts(): SimulatedHosts | undefined {
+    return this.settings.hosts;
+  }
+
+  private shutdownHost(instanceId: string): void {
+    clearTimeout(this.boots.get(instanceId));
+    this.boots.delete(instanceId);
+    void this.settings.hosts?.shutdown(instanceId);
+  }
+
+  /** Stops every simulated host's agent (the service is shutting down). */
+  async close(): Promise<void> {
+    for (const timer of this.boots.values()) clearTimeout(timer);
+    this.boots.clear();
+    await this.settings.hosts?.closeAll();
   }
 
   setBootDelay(ms: number): void {
@@ -140,6 +163,15 @@ export class SimulatedCloudProvider implements CloudProvider {
     };
     this.instances.set(instance.instanceId, instance);
     this.bySession.set(request.sessionId, instance);
+    const hosts = this.settings.hosts;
+    if (hosts && request.hostAgent) {
+      const boot = setTimeout(() => {
+        this.boots.delete(instance.instanceId);
+        hosts.boot(instance.instanceId, instance.privateIp, request);
+      }, this.settings.bootDelayMs);
+      boot.unref();
+      this.boots.set(instance.instanceId, boot);
+    }
     return Promise.resolve({ instanceId: instance.instanceId });
   }
 
@@ -192,6 +224,7 @@ export class SimulatedCloudProvider implements CloudProvider {
     const instance = this.instances.get(instanceId);
     if (instance) {
       instance.terminated = true;
+      this.shutdownHost(instanceId);
       for (const volume of this.volumes.values())
         if (volume.attachedTo === instanceId) volume.attachedTo = null;
     }

@@ -115,7 +115,8 @@ export class SimulatedStreamingHost implements StreamingHost {
     else this.downHosts.delete(hostIp);
   }
 
-  private answers(hostIp: string): boolean {
+  /** Whether the host at this address answers at all (its agent's Sunshine probe). */
+  answers(hostIp: string): boolean {
     if (this.downHosts.has(hostIp)) return false;
     const first = this.firstSeen.get(hostIp) ?? this.now();
     this.firstSeen.set(hostIp, first);

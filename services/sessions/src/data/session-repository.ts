@@ -110,8 +110,26 @@ export async function updateSessionIf(
   return rows[0];
 }
 
-export async function touchActivity(db: Executor, sessionId: string, at: Date): Promise<void> {
-  await db.update(sessionsTable).set({ lastActivityAt: at }).where(eq(sessionsTable.id, sessionId));
+/**
+ * Billing's forecast, made at `madeAt`, of when the wallet stops paying for this session (null: it pays on). A
+ * forecast older than the one stored changes nothing.
+ */
+export async function setCreditsStopAt(
+  db: Executor,
+  sessionId: string,
+  at: Date | null,
+  madeAt: Date,
+): Promise<void> {
+  await db
+    .update(sessionsTable)
+    .set({ creditsStopAt: at, creditsForecastAt: madeAt })
+    .where(
+      and(
+        eq(sessionsTable.id, sessionId),
+        inArray(sessionsTable.state, ["starting", "running"]),
+        or(isNull(sessionsTable.creditsForecastAt), lt(sessionsTable.creditsForecastAt, madeAt)),
+      ),
+    );
 }
 
 /**
@@ -170,21 +188,69 @@ export async function markSeenRunning(db: Executor, ids: readonly string[], at: 
     );
 }
 
-/** Running sessions with no activity for their idle timeout. */
-export async function findIdleSessions(db: SessionsDb, limit: number): Promise<SessionRow[]> {
+export interface AttentionWindows {
+  now: Date;
+  minuteMs: number;
+  idleLeadMs: number;
+  lengthLeadMs: number;
+  hostStaleMs: number;
+}
+
+/**
+ * Running sessions an automatic stop may be near for: an idle, maximum-length or silent-host warning window has
+ * begun, billing forecast the credit's end, or a warning was counted before. A superset: the domain decides.
+ */
+export async function findSessionsNeedingAttention(
+  db: SessionsDb,
+  w: AttentionWindows,
+  limit: number,
+): Promise<SessionRow[]> {
+  const ms = (expr: ReturnType<typeof sql>) => sql`(${expr}) * interval '1 millisecond'`;
+  const now = sql`${w.now.toISOString()}::timestamptz`;
+  const running = sql`coalesce(${sessionsTable.runningAt}, ${sessionsTable.createdAt})`;
+  const idleMs = sql`${sessionsTable.idleTimeoutMinutes}::float8 * ${w.minuteMs}`;
+  // greatest() skips nulls: with no Keep playing yet, the idle clock runs from the last play (or the running time).
+  const idleFrom = sql`greatest(coalesce(${sessionsTable.playSeenAt}, ${running}), ${sessionsTable.keptAliveAt})`;
+  const lengthMs = sql`${sessionsTable.maxLengthMinutes}::float8 * ${w.minuteMs}`;
+  const totalLengthMs = sql`(${sessionsTable.maxLengthMinutes} + ${sessionsTable.lengthExtendedMinutes})::float8 * ${w.minuteMs}`;
   return db
     .select()
     .from(sessionsTable)
     .where(
       and(
         eq(sessionsTable.state, "running"),
-        lt(
-          sessionsTable.lastActivityAt,
-          sql`now() - make_interval(mins => ${sessionsTable.idleTimeoutMinutes})`,
+        or(
+          isNotNull(sessionsTable.warnedKind),
+          isNotNull(sessionsTable.creditsStopAt),
+          sql`${idleFrom} + ${ms(sql`${idleMs} - least(${w.idleLeadMs}::float8, ${idleMs} / 2)`)} <= ${now}`,
+          sql`${running} + ${ms(sql`${totalLengthMs} - least(${w.lengthLeadMs}::float8, ${lengthMs} / 2)`)} <= ${now}`,
+          and(
+            eq(sessionsTable.ready, true),
+            sql`coalesce(${sessionsTable.hostSeenAt}, ${running}) + ${ms(sql`${w.hostStaleMs}::float8`)} <= ${now}`,
+          ),
         ),
       ),
     )
     .limit(limit);
+}
+
+/** Ready sessions' report ages in seconds at `now`: the oldest, the median, and how many exceed `staleMs`. */
+export async function hostReportAges(
+  db: Executor,
+  now: Date,
+  staleMs: number,
+): Promise<{ max: number; p50: number; silent: number }> {
+  const age = sql`extract(epoch from (${now.toISOString()}::timestamptz - coalesce(${sessionsTable.hostSeenAt}, ${sessionsTable.runningAt}, ${sessionsTable.createdAt})))`;
+  const rows = await db
+    .select({
+      max: sql<number | null>`max(${age})::float8`,
+      p50: sql<number | null>`percentile_cont(0.5) within group (order by ${age})::float8`,
+      silent: sql<number>`count(*) filter (where ${age} * 1000 > ${staleMs})::int`,
+    })
+    .from(sessionsTable)
+    .where(and(eq(sessionsTable.state, "running"), eq(sessionsTable.ready, true)));
+  const r = rows[0];
+  return { max: Number(r?.max ?? 0), p50: Number(r?.p50 ?? 0), silent: Number(r?.silent ?? 0) };
 }
 
 // ---------- volumes ----------

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import {
+  bigint,
   boolean,
   check,
   index,
@@ -40,6 +41,9 @@ export const sessionsTable = pgTable(
     currency: text("currency").notNull(),
     authorizationId: text("authorization_id"),
     idleTimeoutMinutes: integer("idle_timeout_minutes").notNull(),
+    /** The account's maximum session length at start; keepalives in its warning add `lengthExtendedMinutes`. */
+    maxLengthMinutes: integer("max_length_minutes").notNull().default(720),
+    lengthExtendedMinutes: integer("length_extended_minutes").notNull().default(0),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     /** When the instance was launched and metering began (session.started); null before. */
     startedAt: timestamp("started_at", { withTimezone: true }),
@@ -52,7 +56,26 @@ export const sessionsTable = pgTable(
     stoppedAt: timestamp("stopped_at", { withTimezone: true }),
     stopReason: text("stop_reason"),
     endedAt: timestamp("ended_at", { withTimezone: true }),
-    lastActivityAt: timestamp("last_activity_at", { withTimezone: true }).notNull().defaultNow(),
+    /**
+     * Play, as the host agent saw it: the last time a streaming client was connected or the display had input.
+     * Set to the running time when the instance comes up; API calls never move it.
+     */
+    playSeenAt: timestamp("play_seen_at", { withTimezone: true }),
+    /** The player chose Keep playing: the idle clock starts again from here. */
+    keptAliveAt: timestamp("kept_alive_at", { withTimezone: true }),
+    clientsConnected: integer("clients_connected").notNull().default(0),
+    /** The newest report the host agent delivered (when the host saw it) and its sequence number. */
+    hostSeenAt: timestamp("host_seen_at", { withTimezone: true }),
+    hostSeq: bigint("host_seq", { mode: "number" }).notNull().default(0),
+    sunshineAnswers: boolean("sunshine_answers"),
+    /** SHA-256 of the host's TLS certificate from its first report: every Sunshine call is pinned to it. */
+    hostCertSha256: text("host_cert_sha256"),
+    /** Billing's forecast of when the wallet can no longer pay for this session; null while it can. */
+    creditsStopAt: timestamp("credits_stop_at", { withTimezone: true }),
+    /** When billing made the forecast above: an older forecast arriving late (SQS does not order) is ignored. */
+    creditsForecastAt: timestamp("credits_forecast_at", { withTimezone: true }),
+    /** The warning the sweep last counted (metrics count each warning once). */
+    warnedKind: text("warned_kind"),
     leaseUntil: timestamp("lease_until", { withTimezone: true }),
     leaseOwner: text("lease_owner"),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),

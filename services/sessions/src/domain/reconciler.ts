@@ -12,7 +12,8 @@ import {
   volumesPendingDeletion,
 } from "../data/session-repository";
 import type { SessionRow } from "../data/session-tables";
-import { publishSessionFailed, publishSessionStarted } from "./session-events";
+import { failSession } from "./session-failure";
+import { publishSessionStarted } from "./session-events";
 import type { ReconcilerSettings, SessionsDomainDeps } from "./session-deps";
 
 export type { ReconcilerSettings } from "./session-deps";
@@ -179,6 +180,8 @@ export class Reconciler {
           volumeAttached: row.volumeId ? true : row.volumeAttached,
           runningAt,
           seenRunningAt: runningAt,
+          // The idle clock starts when the machine is up: the player has the idle timeout to connect.
+          playSeenAt: runningAt,
           ready,
         });
         // Billing meters from here: the instance is running.
@@ -217,18 +220,7 @@ export class Reconciler {
     message: string,
     options: { endedAt?: Date } = {},
   ): Promise<Transition | undefined> {
-    const failed = await this.deps.db.transaction(async (tx) => {
-      const updated = await updateSessionIf(tx, row.id, row.state, {
-        state: "failed",
-        ready: false,
-        message,
-        endedAt: options.endedAt ?? this.deps.clock.now(),
-      });
-      if (updated) await publishSessionFailed(this.deps, tx, updated, reason);
-      return updated;
-    });
-    if (failed) this.deps.logger.warn({ sessionId: row.id, reason }, "session failed");
-    return failed ? "failed" : undefined;
+    return (await failSession(this.deps, row, reason, message, options.endedAt)) ? "failed" : undefined;
   }
 
   private async close(row: SessionRow): Promise<Transition | undefined> {

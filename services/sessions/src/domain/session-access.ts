@@ -1,27 +1,16 @@
 import { createHmac, randomInt } from "node:crypto";
 import { AppError, accountNetworkTag, metrics } from "@cgs/shared";
-import {
-  findActiveSession,
-  findLatestSession,
-  savePinDigest,
-  touchActivity,
-} from "../data/session-repository";
+import { findActiveSession, findLatestSession, savePinDigest } from "../data/session-repository";
 import type { SessionRow } from "../data/session-tables";
 import type { SessionsDomainDeps } from "./session-deps";
-import { toSessionStatus, type SessionStatus } from "./session-status";
+import { statusView, toSessionStatus, type SessionStatus } from "./session-status";
 
-/** Records activity at most once per granularity, so frequent polls cost no writes. */
-async function noteActivity(deps: SessionsDomainDeps, row: SessionRow): Promise<void> {
-  const now = deps.clock.now();
-  if (now.getTime() - row.lastActivityAt.getTime() < deps.settings.activityGranularityMs) return;
-  await touchActivity(deps.db, row.id, now);
-}
-
-/** Answered from the service's own state only: no cloud call per poll. */
+/**
+ * Answered from the service's own state only: no cloud call and no write per poll. Polling is not play: a portal
+ * tab left open does not keep a session alive (the host agent's reports do).
+ */
 export async function pollSession(deps: SessionsDomainDeps, accountId: string): Promise<SessionStatus> {
-  const row = await findLatestSession(deps.db, accountId);
-  if (row && (row.state === "starting" || row.state === "running")) await noteActivity(deps, row);
-  return toSessionStatus(row);
+  return toSessionStatus(await findLatestSession(deps.db, accountId), statusView(deps));
 }
 
 /** The account's starting or running session; stopping counts as not running. */
@@ -30,7 +19,6 @@ async function liveSession(deps: SessionsDomainDeps, accountId: string): Promise
   if (!row || row.state === "stopping") {
     throw new AppError("SESSION_NOT_RUNNING", "There is no running session");
   }
-  await noteActivity(deps, row);
   return row;
 }
 

@@ -33,6 +33,19 @@ export interface ReconcilerSettings {
   concurrency?: number;
 }
 
+/** When a running session is warned and stopped for lack of play, length or a silent host (DESIGN §5). */
+export interface PlaySettings {
+  /** Length of a session-clock minute: 60 000 ms except in tests. */
+  minuteMs: number;
+  idleWarningMinutes: number;
+  maxLengthWarningMinutes: number;
+  /** Keep playing in a maximum-length warning adds this many minutes. */
+  extensionMinutes: number;
+  /** A ready host silent this long is warned about, and this long ends as instance_lost. */
+  hostStaleMs: number;
+  hostLostMs: number;
+}
+
 /** What the use cases need to know, read from config once at composition. */
 export interface SessionSettings {
   /** Minor units of `currency` per running minute. */
@@ -40,11 +53,11 @@ export interface SessionSettings {
   currency: string;
   /** When the account's preferences carry none. */
   defaultIdleTimeoutMinutes: number;
+  defaultMaxLengthMinutes: number;
   /** Where new account volumes are created (instances follow their volume). */
   availabilityZone: string;
   capacityRetryAfterSeconds: number;
-  /** Poll, pair, connect and vpn-key refresh a session's activity at most this often. */
-  activityGranularityMs: number;
+  play: PlaySettings;
   idempotencyTtlHours: number;
   pairing: { attempts: number; retryDelayMs: number; pinTtlSeconds: number; pinHashSecret: string };
   streamingPort: number;

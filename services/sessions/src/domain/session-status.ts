@@ -1,8 +1,20 @@
 import type { SessionRow } from "../data/session-tables";
+import { currentWarning, describeWarning, type StopReason, type WarningKind } from "./play-state";
+import type { PlaySettings } from "./session-deps";
 
 export type SessionState = "idle" | "starting" | "running" | "stopping" | "stopped" | "failed";
 
-/** The flat poll resource of spec 2.1; every field present, null when it has no value. */
+/** An automatic stop poll is warning about (openapi.json `SessionWarning`). */
+export interface SessionWarning {
+  kind: WarningKind;
+  stopsAt: string;
+  canKeepPlaying: boolean;
+}
+
+/**
+ * The flat poll resource: spec 2.1's fields, every one present and null when it has no value, plus the
+ * additions `warning` (an automatic stop ahead) and `stopReason` (why it ended, until the next start).
+ */
 export interface SessionStatus {
   state: SessionState;
   instanceId: string | null;
@@ -11,6 +23,8 @@ export interface SessionStatus {
   startedAt: string | null;
   ready: boolean;
   message: string | null;
+  warning: SessionWarning | null;
+  stopReason: StopReason | null;
 }
 
 export const IDLE_STATUS: SessionStatus = {
@@ -21,11 +35,21 @@ export const IDLE_STATUS: SessionStatus = {
   startedAt: null,
   ready: false,
   message: null,
+  warning: null,
+  stopReason: null,
 };
 
-export function toSessionStatus(row: SessionRow | undefined): SessionStatus {
+/** What the answer depends on besides the row: the time it is asked and the play settings. */
+export interface StatusView {
+  now: Date;
+  play: PlaySettings;
+}
+
+export function toSessionStatus(row: SessionRow | undefined, view: StatusView): SessionStatus {
   if (!row) return { ...IDLE_STATUS };
   const live = row.state === "starting" || row.state === "running";
+  const pending = currentWarning(row, view.now, view.play);
+  const warning = pending && describeWarning(row, pending, view.now, view.play);
   return {
     state: row.state,
     instanceId: row.instanceId,
@@ -34,6 +58,20 @@ export function toSessionStatus(row: SessionRow | undefined): SessionStatus {
     privateNetIp: live ? row.privateNetIp : null,
     startedAt: (row.startedAt ?? row.createdAt).toISOString(),
     ready: row.state === "running" && row.ready,
-    message: row.message,
+    message: warning?.message ?? row.message,
+    warning: warning
+      ? { kind: warning.kind, stopsAt: warning.stopsAt.toISOString(), canKeepPlaying: warning.canKeepPlaying }
+      : null,
+    stopReason: live ? null : ((row.stopReason as StopReason | null) ?? null),
   };
+}
+
+/** A stored answer from before `warning` and `stopReason` existed (idempotent replays) gains them as null. */
+export function withCurrentFields(stored: Partial<SessionStatus>): SessionStatus {
+  return { ...IDLE_STATUS, warning: null, stopReason: null, ...stored } as SessionStatus;
+}
+
+/** The view at this moment for a use case's dependencies. */
+export function statusView(deps: { clock: { now(): Date }; settings: { play: PlaySettings } }): StatusView {
+  return { now: deps.clock.now(), play: deps.settings.play };
 }

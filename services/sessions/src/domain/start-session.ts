@@ -16,7 +16,7 @@ import {
 import type { SessionRow, VolumeRow } from "../data/session-tables";
 import { publishSessionFailed } from "./session-events";
 import type { SessionsDomainDeps } from "./session-deps";
-import { toSessionStatus, type SessionStatus } from "./session-status";
+import { statusView, toSessionStatus, withCurrentFields, type SessionStatus } from "./session-status";
 
 export interface StartInput {
   accountId: string;
@@ -42,7 +42,7 @@ export async function startSession(deps: SessionsDomainDeps, input: StartInput):
   for (;;) {
     const claim = await claimIdempotencyKey(db, input.accountId, key, settings.idempotencyTtlHours);
     if (claim.claimed) break;
-    if (claim.response !== null) return claim.response as SessionStatus;
+    if (claim.response !== null) return withCurrentFields(claim.response as Partial<SessionStatus>);
     // The first request with this key is still running: wait for its answer rather than start twice.
     if (clock.now().getTime() > deadline) throw alreadyRunning();
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -81,6 +81,7 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
     ratePerMinute: settings.ratePerMinute,
     currency: settings.currency,
     idleTimeoutMinutes: account.preferences.idleTimeoutMinutes ?? settings.defaultIdleTimeoutMinutes,
+    maxLengthMinutes: account.preferences.maxSessionLengthMinutes ?? settings.defaultMaxLengthMinutes,
   });
   if (!session) throw alreadyRunning();
 
@@ -140,7 +141,7 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
     authorizationId: authorization.authorizationId,
     startedAt: clock.now(),
   });
-  if (started) return toSessionStatus(started);
+  if (started) return toSessionStatus(started, statusView(deps));
   return settleStoppedDuringLaunch(
     deps,
     session,
@@ -185,7 +186,7 @@ async function settleStoppedDuringLaunch(
     instanceId,
     endedAt: clock.now(),
   });
-  return toSessionStatus(row ?? session);
+  return toSessionStatus(row ?? session, statusView(deps));
 }
 
 /** The account's volume, created at its storage tier's size on first use and kept across sessions. */

@@ -3,9 +3,11 @@ import { findActiveSession, updateSessionIf, type SessionsTx } from "../data/ses
 import type { SessionRow } from "../data/session-tables";
 import { publishSessionStopped } from "./session-events";
 import type { SessionsDomainDeps } from "./session-deps";
-import { toSessionStatus, type SessionStatus } from "./session-status";
+import { stopMessage, type StopReason } from "./play-state";
+import { statusView, toSessionStatus, type SessionStatus } from "./session-status";
 
-export type StopReason = "user" | "credits_exhausted" | "idle_timeout" | "account_purged";
+/** What a stop request can be for: a failure (instance lost, start failed) is the reconciler's, not a stop. */
+export type StopRequestReason = Exclude<StopReason, "instance_lost" | "start_failed">;
 
 /**
  * Moves the account's active session to stopping inside `tx` and writes session.stopped (metering ends
@@ -16,7 +18,7 @@ export async function requestStop(
   deps: Pick<SessionsDomainDeps, "events" | "clock">,
   tx: SessionsTx,
   accountId: string,
-  reason: StopReason,
+  reason: StopRequestReason,
   onlySessionId?: string,
 ): Promise<SessionRow | undefined> {
   const active = await findActiveSession(tx, accountId, { forUpdate: true });
@@ -27,6 +29,7 @@ export async function requestStop(
     ready: false,
     stoppedAt: deps.clock.now(),
     stopReason: reason,
+    message: stopMessage(reason, active),
   });
   if (row) await publishSessionStopped(deps, tx, row);
   return row;
@@ -44,5 +47,5 @@ export async function stopSession(deps: SessionsDomainDeps, accountId: string): 
   const row = await deps.db.transaction((tx) => requestStop(deps, tx, accountId, "user"));
   if (!row) throw new AppError("SESSION_NOT_RUNNING", "There is no active session to stop");
   await terminateSoon(deps, row);
-  return toSessionStatus(row);
+  return toSessionStatus(row, statusView(deps));
 }

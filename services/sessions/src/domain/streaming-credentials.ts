@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from "node:crypto";
 import type { StreamingCredentialRepository } from "../data/streaming-credential-repository";
 
 /** The basic-auth pair of one instance's Sunshine API. */
@@ -40,6 +40,17 @@ export class StreamingCredentialVault {
       sealedPassword: this.seal(sessionId, fresh.password),
     });
     return { username: stored.username, password: this.open(sessionId, stored.sealedPassword) };
+  }
+
+  /**
+   * The key the session's host agent signs its reports with: derived from the vault key and the session id
+   * (HKDF-SHA256), so it needs no storage, differs for every session, and only this service and that instance
+   * hold it. Handed to the instance in its user data at launch.
+   */
+  agentKey(sessionId: string): Buffer {
+    return Buffer.from(
+      hkdfSync("sha256", this.key, Buffer.from(sessionId), "cgs host agent report key v1", 32),
+    );
   }
 
   async forSession(sessionId: string): Promise<StreamingCredentials | undefined> {

@@ -1,5 +1,5 @@
 import type { EventHandlers } from "@cgs/shared";
-import { requestVolumeDeletion } from "../data/session-repository";
+import { requestVolumeDeletion, setCreditsStopAt } from "../data/session-repository";
 import type * as schema from "../data/schema";
 import type { SessionsDomainDeps } from "../domain/session-deps";
 import { answerMeteringAudit } from "../domain/metering-audit";
@@ -17,9 +17,14 @@ export function sessionEventHandlers(
     "credits.exhausted": async (event, tx) => {
       await requestStop(deps, tx, event.accountId, "credits_exhausted", event.data.sessionId);
     },
+    // The balance will not pay for much longer: poll warns with the time (a top-up clears it).
+    "credits.low": async (event, tx) => {
+      const runsOutAt = event.data.runsOutAt ? new Date(event.data.runsOutAt) : null;
+      await setCreditsStopAt(tx, event.data.sessionId, runsOutAt, new Date(event.occurredAt));
+    },
     "metering.audit": (event, tx) => answerMeteringAudit(deps, tx, event.accountId, event.data.sessionIds),
     "account.purge": async (event, tx) => {
-      await requestStop(deps, tx, event.data.identityUserId, "account_purged");
+      await requestStop(deps, tx, event.data.identityUserId, "account_deletion");
       await requestVolumeDeletion(tx, event.data.identityUserId);
     },
   };

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { getAuth, getPrincipal, parseBody, readIdempotencyKey } from "@cgs/shared";
 import { createPairingPin, createVpnKey, getConnectInfo, pollSession } from "../domain/session-access";
 import type { SessionsDomainDeps } from "../domain/session-deps";
+import { keepPlaying } from "../domain/keep-playing";
 import { startSession } from "../domain/start-session";
 import { stopSession } from "../domain/stop-session";
 
@@ -35,6 +36,10 @@ export function sessionRoutes(deps: SessionsDomainDeps): (router: Router) => voi
     router.get("/sessions/poll", async (_req, res) => {
       res.set("Cache-Control", "no-store");
       res.status(200).json(await pollSession(deps, getPrincipal(res).identityUserId));
+    });
+    router.post("/sessions/keepalive", async (_req, res) => {
+      res.set("Cache-Control", "no-store");
+      res.status(200).json(await keepPlaying(deps, getPrincipal(res).identityUserId));
     });
     router.post("/sessions/pair", async (_req, res) => {
       res.set("Cache-Control", "no-store");

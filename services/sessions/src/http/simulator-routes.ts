@@ -26,6 +26,20 @@ export function simulatorRoutes(cloud: SimulatedCloudProvider, host?: SimulatedS
     if (!cloud.loseInstance(req.params.instanceId)) throw AppError.notFound("No such simulated instance");
     res.status(204).end();
   });
+  // A pretend streaming client and input on the instance's display, reported by its host agent's real code.
+  router.post("/instances/:instanceId/play", async (req, res) => {
+    const body = (req.body ?? {}) as { connected?: unknown; input?: unknown };
+    if (body.connected !== undefined && typeof body.connected !== "boolean")
+      throw AppError.validation("connected", "connected must be true or false");
+    if (body.input !== undefined && typeof body.input !== "boolean")
+      throw AppError.validation("input", "input must be true or false");
+    const played = await cloud.hosts?.play(req.params.instanceId, {
+      ...(body.connected !== undefined ? { connected: body.connected as boolean } : {}),
+      input: body.input === true,
+    });
+    if (!played) throw AppError.notFound("No simulated instance with a running host agent has that id");
+    res.status(200).json(played);
+  });
   router.get("/calls", (_req, res) => {
     res.json({ ...cloud.calls, instances: cloud.instanceCount() });
   });

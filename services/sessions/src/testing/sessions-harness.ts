@@ -4,7 +4,6 @@ import express, { type ErrorRequestHandler } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
 import pino from "pino";
 import {
-  createAccountsClient,
   createJwtVerifier,
   loadConfig,
   loadOpenApiDocument,
@@ -25,18 +24,16 @@ import { createApp as createGatewayApp, createGatewayUpstreamPool } from "../../
 import { loadGatewayConfig } from "../../../../gateway/src/config";
 import { closedPortUrl, gatewayTestEnv } from "../../../../test/harnesses/gateway-harness";
 import { createApp, type SessionsContext } from "../app";
-import { createBillingClient } from "../adapters/billing-client";
-import { SimulatedPrivateNetwork } from "../adapters/private-network";
-import { withStreamingCredentials } from "../adapters/credential-issuing-cloud";
-import { SimulatedCloudProvider } from "../adapters/simulated-cloud-provider";
-import { SimulatedStreamingHost } from "../adapters/streaming-host";
-import { domainDepsFor, reconcilerFor, startSessionsWorkers } from "../composition";
+import type { TestClock } from "@cgs/shared/testing/clock";
+import type { SimulatedPrivateNetwork } from "../adapters/private-network";
+import type { SimulatedCloudProvider } from "../adapters/simulated-cloud-provider";
+import type { SimulatedStreamingHost } from "../adapters/streaming-host";
+import { buildAdapters, domainDepsFor, reconcilerFor, startSessionsWorkers } from "../composition";
 import { sessionsConfigSchema, type SessionsConfig } from "../config";
 import * as schema from "../data/schema";
-import { StreamingCredentialRepository } from "../data/streaming-credential-repository";
 import type { Reconciler } from "../domain/reconciler";
 import type { SessionsDomainDeps } from "../domain/session-deps";
-import { LOCAL_STREAMING_CREDENTIALS_KEY, StreamingCredentialVault } from "../domain/streaming-credentials";
+import type { StreamingCredentialVault } from "../domain/streaming-credentials";
 import { startAccountsStandIn, type AccountsStandIn } from "./accounts-stand-in";
 import { startBillingStandIn, type BillingStandIn } from "./billing-stand-in";
 
@@ -53,6 +50,10 @@ export interface HarnessOptions {
   hostReadyDelayMs?: number;
   /** Validate every response against openapi.json (default true; the benchmark turns it off). */
   contractCheck?: boolean;
+  /** Run the host agent's real code on every simulated instance, reporting to the host-report queue (moto). */
+  hostAgents?: boolean;
+  /** The use cases' clock (the play sweep, warnings); the system clock by default. */
+  clock?: TestClock;
 }
 
 export interface SessionsHarness {
@@ -61,8 +62,10 @@ export interface SessionsHarness {
   accounts: AccountsStandIn;
   cloud: SimulatedCloudProvider;
   streamingHost: SimulatedStreamingHost;
-  /** Per-instance streaming-host credentials (sealed in the sessions database). */
+  /** Per-instance streaming-host credentials (sealed in the sessions database) and report keys. */
   vault: StreamingCredentialVault;
+  /** The host-report queue on moto (created on first use). */
+  reportQueueUrl(): Promise<string>;
   privateNetwork: SimulatedPrivateNetwork;
   database: OpenedTestDatabase<typeof schema>;
   config: SessionsConfig;
@@ -156,42 +159,21 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
     IDLE_SWEEP_INTERVAL_MS: "100",
     RECONCILER_DESCRIBE_GRACE_MS: "0",
     PAIRING_RETRY_DELAY_MS: "20",
-    SESSION_ACTIVITY_GRANULARITY_MS: "0",
+    SIMULATOR_BOOT_DELAY_MS: String(options.bootDelayMs ?? 0),
+    SIMULATOR_HOST_READY_DELAY_MS: String(options.hostReadyDelayMs ?? 0),
+    SIMULATOR_HOST_AGENTS: options.hostAgents ? "true" : "false",
+    SIMULATOR_AGENT_REPORT_INTERVAL_MS: "1000",
     ...options.env,
   });
   const database = await openTestDatabase(options.db ?? "pglite", "sessions", { schema, migrationsFolder });
   closers.unshift(() => database.destroy());
   const logger = pino({ level: "silent" });
-  const cloud = new SimulatedCloudProvider({
-    region: config.CLOUD_REGION,
-    bootDelayMs: options.bootDelayMs ?? 0,
-    pageSize: config.SIMULATOR_PAGE_SIZE,
-  });
-  const vault = new StreamingCredentialVault(
-    new StreamingCredentialRepository(database.db),
-    LOCAL_STREAMING_CREDENTIALS_KEY,
-  );
-  const streamingHost = new SimulatedStreamingHost({
-    readyDelayMs: options.hostReadyDelayMs ?? 0,
-    credentials: (sessionId) => vault.forSession(sessionId),
-    installed: (ip) => cloud.installedCredentials(ip),
-  });
-  const privateNetwork = new SimulatedPrivateNetwork((ip) => cloud.hostTags(ip));
-  const adapters = {
-    cloud: withStreamingCredentials(cloud, vault, {
-      network: privateNetwork,
-      hostTag: config.VPN_HOST_TAG,
-      keyTtlSeconds: config.VPN_HOST_KEY_TTL_SECONDS,
-    }),
-    streamingHost,
-    privateNetwork,
-    accounts: createAccountsClient({
-      baseUrl: config.ACCOUNTS_URL,
-      timeoutMs: config.INTERNAL_CALL_TIMEOUT_MS,
-    }),
-    billing: createBillingClient({ baseUrl: config.BILLING_URL, timeoutMs: config.INTERNAL_CALL_TIMEOUT_MS }),
-  };
-  const deps = domainDepsFor(config, adapters, database.db, logger);
+  const adapters = buildAdapters(config, database.db, logger);
+  const cloud = adapters.simulator!.cloud;
+  const streamingHost = adapters.simulator!.streamingHost!;
+  const privateNetwork = adapters.privateNetwork as SimulatedPrivateNetwork;
+  closers.unshift(() => cloud.close());
+  const deps = domainDepsFor(config, adapters, database.db, logger, options.clock);
   const context: SessionsContext = {
     config,
     logger,
@@ -199,7 +181,9 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
     verifier: createJwtVerifier(oidcSettings(config)),
   };
   if (options.workers) {
-    const workerClosers = await startSessionsWorkers(deps, database, config);
+    const workerClosers = await startSessionsWorkers(deps, database, config, {
+      hostReports: { agentKey: adapters.agentKey, queueUrl: adapters.reportQueueUrl },
+    });
     closers.unshift(async () => {
       for (const close of workerClosers) await close();
     });
@@ -254,7 +238,8 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
     accounts,
     cloud,
     streamingHost,
-    vault,
+    vault: adapters.vault,
+    reportQueueUrl: adapters.reportQueueUrl,
     privateNetwork,
     database,
     config,

@@ -1,0 +1,91 @@
+import { metrics } from "@cgs/shared";
+import {
+  deleteExpiredIdempotencyKeys,
+  deleteExpiredPins,
+  findSessionsNeedingAttention,
+  updateSessionIf,
+} from "../data/session-repository";
+import type { SessionRow } from "../data/session-tables";
+import { currentWarning, type PendingStop } from "./play-state";
+import { failSession } from "./session-failure";
+import type { SessionsDomainDeps } from "./session-deps";
+import { requestStop, terminateSoon } from "./stop-session";
+
+export interface SweepReport {
+  warned: number;
+  stopped: number;
+  lost: number;
+}
+
+/**
+ * Carries out what poll announces. Every automatic stop is warned about first (poll computes the warning from the
+ * session's own row, so a player sees it from its window's start); this sweep counts each warning once and stops
+ * the session once the announced time has come and the reason still holds: idle and maximum length stop it,
+ * a host silent past HOST_LOST_AFTER_MS ends it as instance_lost, charged up to its last report. A stop for
+ * lack of credit is billing's (credits.exhausted), never this sweep's.
+ */
+export async function sweepPlay(deps: SessionsDomainDeps, limit = 500): Promise<SweepReport> {
+  const { play } = deps.settings;
+  const now = deps.clock.now();
+  const report: SweepReport = { warned: 0, stopped: 0, lost: 0 };
+  const candidates = await findSessionsNeedingAttention(
+    deps.db,
+    {
+      now,
+      minuteMs: play.minuteMs,
+      idleLeadMs: play.idleWarningMinutes * play.minuteMs,
+      lengthLeadMs: play.maxLengthWarningMinutes * play.minuteMs,
+      hostStaleMs: play.hostStaleMs,
+    },
+    limit,
+  );
+  for (const row of candidates) {
+    const stop = currentWarning(row, now, play);
+    if (!stop) {
+      // The player came back, chose Keep playing, topped up, or the host reported again.
+      if (row.warnedKind) await updateSessionIf(deps.db, row.id, "running", { warnedKind: null });
+      continue;
+    }
+    if (row.warnedKind !== stop.kind) {
+      await updateSessionIf(deps.db, row.id, "running", { warnedKind: stop.kind });
+      metrics.sessionWarnings.labels(stop.kind).inc();
+      deps.logger.info({ sessionId: row.id, kind: stop.kind, stopsAt: stop.stopsAt }, "session warned");
+      report.warned += 1;
+    }
+    if (now < stop.stopsAt) continue;
+    if (await carryOut(deps, row, stop)) {
+      if (stop.kind === "host_unhealthy") report.lost += 1;
+      else report.stopped += 1;
+    }
+  }
+  // Housekeeping rides on the same loop: expired PIN digests and idempotency keys are dropped.
+  await deleteExpiredPins(deps.db);
+  await deleteExpiredIdempotencyKeys(deps.db, deps.settings.idempotencyTtlHours);
+  return report;
+}
+
+async function carryOut(deps: SessionsDomainDeps, row: SessionRow, stop: PendingStop): Promise<boolean> {
+  switch (stop.kind) {
+    case "idle":
+    case "max_length": {
+      const reason = stop.kind;
+      const stopped = await deps.db.transaction((tx) => requestStop(deps, tx, row.accountId, reason, row.id));
+      if (stopped?.id !== row.id || stopped.stopReason !== stop.kind) return false;
+      metrics.automaticStops.labels(stop.kind).inc();
+      deps.logger.info({ sessionId: row.id, reason: stop.kind }, "session stopped automatically");
+      await terminateSoon(deps, stopped);
+      return true;
+    }
+    case "host_unhealthy": {
+      const heard = row.hostSeenAt ?? row.runningAt ?? row.createdAt;
+      const message =
+        `The streaming host stopped reporting at ${heard.toISOString()}; the session ended and nothing was` +
+        " charged after that.";
+      if (!(await failSession(deps, row, "instance_lost", message, heard))) return false;
+      await terminateSoon(deps, row);
+      return true;
+    }
+    case "credits":
+      return false;
+  }
+}
