@@ -85,6 +85,9 @@ export const billingConfigSchema = z
     METERING_MINUTE_MS: envInt(60_000, 10).describe(
       "Length of a billed minute in ms: 60000 in every real deployment, shorter only in tests",
     ),
+    LOW_CREDIT_WARNING_MINUTES: envInt(10, 1).describe(
+      "A running session whose wallet pays for fewer minutes than this is warned about in poll (credits.low to sessions)",
+    ),
     METERING_BATCH_SIZE: envInt(2_000, 1).describe("Running sessions charged per metering transaction"),
     METERING_AUDIT_INTERVAL_MS: envInt(300_000, 10).describe(
       "Pause between passes that ask sessions whether each metered session is still running, in ms",

@@ -112,6 +112,8 @@ export const meteredSessionsTable = pgTable(
     nextMinuteAt: at("next_minute_at").notNull(),
     status: text("status").$type<"running" | "stopped">().notNull().default("running"),
     exhaustedAt: at("exhausted_at"),
+    /** The forecast last published in credits.low: when the wallet stops paying; null while it covers enough. */
+    lowCreditRunsOutAt: at("low_credit_runs_out_at"),
     /** Minor units the wallet could not cover (the balance never goes negative). */
     uncovered: money("uncovered").notNull().default(0),
   },

@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, lte, sql } from "drizzle-orm";
+import { and, asc, eq, gt, isNotNull, lte, sql } from "drizzle-orm";
 import { meteredSessionsTable } from "./billing-tables";
 import type { BillingDatabase, BillingTransaction } from "./wallet-repository";
 
@@ -117,6 +117,25 @@ export async function lockMeteredSession(
   return rows[0];
 }
 
+/** The account's running session that billing last told sessions its credit runs out for, locked. */
+export async function lockLowCreditSession(
+  tx: BillingTransaction,
+  accountId: string,
+): Promise<MeteredSession | undefined> {
+  const rows = await tx
+    .select()
+    .from(meteredSessionsTable)
+    .where(
+      and(
+        eq(meteredSessionsTable.accountId, accountId),
+        eq(meteredSessionsTable.status, "running"),
+        isNotNull(meteredSessionsTable.lowCreditRunsOutAt),
+      ),
+    )
+    .for("update");
+  return rows[0];
+}
+
 /** Records a session for metering; false when it was already recorded. */
 export async function insertMeteredSession(
   tx: BillingTransaction,
@@ -142,6 +161,7 @@ export async function saveMeteredSession(
       nextMinuteAt,
       uncovered: session.uncovered,
       exhaustedAt: session.exhaustedAt,
+      lowCreditRunsOutAt: session.lowCreditRunsOutAt,
       status: session.status,
       stoppedAt: session.stoppedAt,
     })

@@ -10,6 +10,8 @@ export interface BillingSettings {
   holdMinutes: number;
   holdTtlMs: number;
   minuteMs: number;
+  /** Fewer paid minutes left than this: sessions is told when the credit runs out (credits.low). */
+  lowCreditWarningMinutes: number;
   meteringBatchSize: number;
   topupMin: number;
   topupMax: number;
@@ -24,6 +26,7 @@ export function billingSettings(config: BillingConfig): BillingSettings {
     holdMinutes: config.START_HOLD_MINUTES,
     holdTtlMs: config.HOLD_TTL_MS,
     minuteMs: config.METERING_MINUTE_MS,
+    lowCreditWarningMinutes: config.LOW_CREDIT_WARNING_MINUTES,
     meteringBatchSize: config.METERING_BATCH_SIZE,
     topupMin: config.TOPUP_MIN_AMOUNT,
     topupMax: config.TOPUP_MAX_AMOUNT,

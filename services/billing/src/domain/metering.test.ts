@@ -22,7 +22,7 @@ import {
 import { creditWallet } from "../testing/wallet-fixtures";
 import { billingEventHandlers } from "../events/billing-event-handlers";
 import { billingSettings, type BillingDeps } from "./billing-deps";
-import { meterRunningSessions, releaseExpiredHolds } from "./metering";
+import { meterRunningSessions, reforecastAfterCredit, releaseExpiredHolds } from "./metering";
 import { authorizeStart } from "./start-authorization";
 import { chargeStoragePeriods, getStorageBilling } from "./storage-billing";
 import { readWallet } from "./wallets";
@@ -449,6 +449,43 @@ describe("metering, holds, storage and purge (real PostgreSQL, controlled clock)
       .from(ledgerEntriesTable)
       .where(eq(ledgerEntriesTable.accountId, accountId));
     expect(ledger.length).toBeGreaterThan(0);
+    expect(await findLedgerMismatches(fixture.database.db)).toEqual([]);
+  });
+
+  it("when a running session's wallet pays for fewer than 10 more minutes, then credits.low tells sessions once when it runs out, and again (cleared) after a top-up", async () => {
+    // 20 + 12 minutes of credit at 10 a minute, with the start hold of 15 minutes.
+    const accountId = await newAccount(320);
+    const sessionId = `s-${randomUUID()}`;
+    await authorizeStart(deps, accountId, { sessionId, ratePerMinute: RATE, currency: "USD" });
+    const t0 = clock.now();
+    await consume(started(accountId, sessionId, t0));
+    const forecasts = async () =>
+      (await fixture.database.db.select().from(outboxTable).where(eq(outboxTable.eventType, "credits.low")))
+        .map((r) => r.payload as AnyEvent)
+        .filter((e) => e.accountId === accountId)
+        .map((e) => (e.data as { runsOutAt: string | null }).runsOutAt);
+    for (let minute = 1; minute <= 22; minute += 1) {
+      clock.set(new Date(t0.getTime() + minute * MINUTE));
+      await meterRunningSessions(deps);
+    }
+    // 32 minutes paid in all (0..31): the credit runs out when minute 32 starts, whatever minute it is said at.
+    const runsOut = new Date(t0.getTime() + 32 * MINUTE).toISOString();
+    const said = await forecasts();
+    expect(said.length).toBeGreaterThan(0);
+    expect(new Set(said)).toEqual(new Set([runsOut]));
+    // Said once: the forecast does not move while minutes are charged as foreseen.
+    const events = await fixture.database.db
+      .select()
+      .from(outboxTable)
+      .where(eq(outboxTable.eventType, "credits.low"));
+    expect(events.filter((e) => (e.payload as AnyEvent).accountId === accountId)).toHaveLength(1);
+
+    await creditWallet(deps, accountId, 5_000);
+    await reforecastAfterCredit(deps, accountId);
+    expect((await forecasts()).at(-1)).toBeNull();
+    clock.set(new Date(t0.getTime() + 23 * MINUTE));
+    await meterRunningSessions(deps);
+    expect((await forecasts()).at(-1)).toBeNull();
     expect(await findLedgerMismatches(fixture.database.db)).toEqual([]);
   });
 });

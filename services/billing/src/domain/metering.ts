@@ -10,6 +10,7 @@ import {
   chargeMinutesInBulk,
   claimDueSessions,
   insertMeteredSession,
+  lockLowCreditSession,
   lockMeteredSession,
   saveMeteredSession,
   type MeteredSession,
@@ -93,6 +94,35 @@ async function signalExhaustion(ctx: ChargeContext): Promise<void> {
   deps.logger.info({ accountId: session.accountId, sessionId: session.sessionId }, "credits exhausted");
 }
 
+/**
+ * Tells sessions when this running session's credit runs out once that is near: the wallet pays for
+ * `minutesLeft` more minutes, so the first unpaid minute starts at startedAt + (charged + minutesLeft) minutes,
+ * when metering signals exhaustion and sessions stops it. Sent again whenever the forecast moves (each minute
+ * charged, a top-up), and once with null when the wallet covers enough again. Poll shows it as a warning.
+ */
+async function forecastCredit(ctx: ChargeContext): Promise<void> {
+  const { tx, deps, session, wallet, hold } = ctx;
+  if (session.status !== "running" || session.exhaustedAt || session.ratePerMinute <= 0) return;
+  const available = wallet.balance - (wallet.held - (hold?.remaining ?? 0));
+  const minutesLeft = Math.max(0, Math.floor(available / session.ratePerMinute));
+  const { minuteMs, lowCreditWarningMinutes } = deps.settings;
+  const runsOutAt =
+    minutesLeft < lowCreditWarningMinutes
+      ? new Date(session.startedAt.getTime() + (session.chargedMinutes + minutesLeft) * minuteMs)
+      : null;
+  if ((runsOutAt?.getTime() ?? null) === (session.lowCreditRunsOutAt?.getTime() ?? null)) return;
+  session.lowCreditRunsOutAt = runsOutAt;
+  await deps.publisher.publish(
+    tx,
+    createEvent("credits.low", session.accountId, {
+      sessionId: session.sessionId,
+      runsOutAt: runsOutAt ? runsOutAt.toISOString() : null,
+      balance: wallet.balance,
+      currency: wallet.currency,
+    }),
+  );
+}
+
 async function saveSession(
   tx: BillingTransaction,
   deps: BillingDeps,
@@ -122,7 +152,24 @@ async function chargeDue(
       : minutesStarted(session, new Date(now.getTime() + 1), deps.settings.minuteMs);
   await chargeMinutes(ctx, due);
   await signalExhaustion(ctx);
+  await forecastCredit(ctx);
   await saveSession(tx, deps, session);
+}
+
+/**
+ * After a top-up: the account's session whose credit end sessions was told about gets a fresh forecast at once
+ * (most often: it covers enough now, and the warning goes), rather than at its next metered minute.
+ */
+export async function reforecastAfterCredit(deps: BillingDeps, accountId: string): Promise<void> {
+  await deps.db.transaction(async (tx) => {
+    const session = await lockLowCreditSession(tx, accountId);
+    if (!session) return;
+    const wallet = await lockWallet(tx, accountId);
+    if (!wallet) return;
+    const hold = await lockActiveHold(tx, session.sessionId);
+    await forecastCredit({ tx, deps, session, wallet, hold });
+    await saveSession(tx, deps, session);
+  });
 }
 
 export interface SessionStart {
@@ -270,7 +317,9 @@ function splitSimpleMinutes(
       perAccount.get(session.accountId) !== 1 ||
       due !== session.chargedMinutes + 1 ||
       rate <= 0 ||
-      available < 2 * rate
+      // Near the end of the credit (or just past a warning), minutes go one by one: they forecast it.
+      available < Math.max(2, deps.settings.lowCreditWarningMinutes + 1) * rate ||
+      session.lowCreditRunsOutAt !== null
     ) {
       other.push(session);
       continue;

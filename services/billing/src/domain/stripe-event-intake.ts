@@ -1,8 +1,9 @@
 import type Stripe from "stripe";
 import type { PaymentRefunds } from "../adapters/payment-provider";
 import type { BillingDeps } from "./billing-deps";
+import { reforecastAfterCredit } from "./metering";
 import { creditPaidCheckouts, type BatchOutcome } from "./paid-checkout-batch";
-import { applyStripeEvent, isPaidCheckout, type StripeEventOutcome } from "./stripe-events";
+import { applyStripeEvent, isPaidCheckout, readPaidCheckout, type StripeEventOutcome } from "./stripe-events";
 
 export interface StripeEventIntakeOptions {
   /** Paid checkouts applied in one transaction at most. */
@@ -101,6 +102,16 @@ export function createStripeEventIntake(
     }
   }
 
+  // A credit that lands while a session is warned about its credit's end clears (or moves) the warning now. After
+  // the commit, best effort: metering forecasts again at the session's next minute anyway.
+  const afterCredit = (event: Stripe.Event) => {
+    const { accountId } = readPaidCheckout(event);
+    if (!accountId) return;
+    void reforecastAfterCredit(deps, accountId).catch((err: unknown) =>
+      deps.logger.warn({ err, accountId }, "could not forecast the credit again after a top-up"),
+    );
+  };
+
   const enqueue = (event: Stripe.Event) =>
     new Promise<StripeEventOutcome>((resolve, reject) => {
       queue.push({ event, resolve, reject });
@@ -119,6 +130,7 @@ export function createStripeEventIntake(
         const outcome = await work;
         // Ignored types are not recorded in the database, so they are not remembered here either.
         if (outcome !== "ignored_type") recent.add(event.id);
+        if (outcome === "credited") afterCredit(event);
         return outcome;
       } finally {
         inFlight.delete(event.id);

@@ -1,0 +1,1 @@
+ALTER TABLE "metered_sessions" ADD COLUMN "low_credit_runs_out_at" timestamp with time zone;
