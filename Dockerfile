@@ -11,6 +11,7 @@ FROM ${NODE_IMAGE} AS manifests
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY shared/package.json shared/
+COPY host-agent/package.json host-agent/
 COPY gateway/package.json gateway/
 COPY services/sessions/package.json services/sessions/
 COPY services/billing/package.json services/billing/
@@ -25,12 +26,14 @@ FROM manifests AS build
 ARG SERVICE
 RUN test -n "$SERVICE" || { echo "--build-arg SERVICE=<workspace folder> is required" >&2; exit 1; }
 # The root's dev dependencies carry the compiler and type packages.
-RUN npm ci --workspace shared --workspace "$SERVICE" --include-workspace-root --ignore-scripts --no-audit --no-fund
+RUN npm ci --workspace shared --workspace host-agent --workspace "$SERVICE" --include-workspace-root --ignore-scripts --no-audit --no-fund
 COPY tsconfig.base.json ./
 COPY shared/ shared/
-COPY ${SERVICE}/ ${SERVICE}/
+# The host agent's report format: sessions checks reports with it and its simulator runs it (every image carries
+# it, a few kilobytes, so the recipe stays one).
+COPY host-agent/ host-agent/
 # A service without a database has no migrations folder; an empty one keeps the runtime stage uniform.
-RUN npx tsc -b "$SERVICE" && mkdir -p "$SERVICE/drizzle"
+RUN npx tsc -b host-agent "$SERVICE" && mkdir -p "$SERVICE/drizzle"
 
 FROM manifests AS runtime
 ARG SERVICE
@@ -39,12 +42,13 @@ ARG PORT=8080
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     NODE_EXTRA_CA_CERTS=/etc/ssl/certs/rds-global-bundle.pem
-RUN npm ci --omit=dev --workspace shared --workspace "$SERVICE" --ignore-scripts --no-audit --no-fund \
+RUN npm ci --omit=dev --workspace shared --workspace host-agent --workspace "$SERVICE" --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force
 # Amazon RDS CA bundle, so DATABASE_URL can use sslmode=verify-full.
 ADD --chmod=644 https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem /etc/ssl/certs/rds-global-bundle.pem
 COPY --from=build /app/shared/dist shared/dist
 COPY shared/openapi.json shared/
+COPY --from=build /app/host-agent/dist host-agent/dist
 COPY --from=build /app/${SERVICE}/dist ${SERVICE}/dist
 # drizzle-kit migrations, applied at start-up (main.ts reads ../drizzle from dist/).
 COPY --from=build /app/${SERVICE}/drizzle ${SERVICE}/drizzle

@@ -1,3 +1,4 @@
 export * from "./protocol/host-report";
 export * from "./agent/host-agent";
 export { AGENT_VERSION } from "./version";
+export { SqsReportSink } from "./adapters/sqs-report-sink";

@@ -35,7 +35,7 @@ describe("the one Dockerfile", () => {
     expect(stages.length).toBeGreaterThanOrEqual(3);
     expect(ins.find((i) => i.op === "ARG")?.args).toBe("NODE_IMAGE=node:24-bookworm-slim");
     expect(stages.every((s) => /^(\$\{NODE_IMAGE\}|manifests) AS \w+$/.test(s.args))).toBe(true);
-    expect(ins.some((i) => i.op === "RUN" && i.args.includes('npx tsc -b "$SERVICE"'))).toBe(true);
+    expect(ins.some((i) => i.op === "RUN" && i.args.includes('npx tsc -b host-agent "$SERVICE"'))).toBe(true);
     expect(runtime.some((i) => i.op === "ARG" && i.args === "SERVICE")).toBe(true);
   });
 
@@ -59,6 +59,7 @@ describe("the one Dockerfile", () => {
     const copiedFromBuild = runtime.filter((i) => i.op === "COPY" && i.args.startsWith("--from=build"));
     expect(copiedFromBuild.map((i) => i.args.split(" ")[1])).toEqual([
       "/app/shared/dist",
+      "/app/host-agent/dist",
       "/app/${SERVICE}/dist",
       "/app/${SERVICE}/drizzle",
     ]);

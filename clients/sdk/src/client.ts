@@ -18,6 +18,9 @@ export type PreferencesPatch = Schemas["PreferencesPatch"];
 export type Identity = Schemas["Identity"];
 export type AccountDeletion = Schemas["AccountDeletion"];
 export type StartSessionRequest = Schemas["StartSessionRequest"];
+/** An automatic stop poll is announcing (idle, maximum length, credit, a silent host). */
+export type SessionWarning = NonNullable<SessionStatus["warning"]>;
+export type StopReason = NonNullable<SessionStatus["stopReason"]>;
 
 /** The documented production origin (Pulumi.prod.yaml `cgs:domain`). */
 export const DEFAULT_BASE_URL = "https://play.example.com";
@@ -119,6 +122,11 @@ export function createClient(options: ClientOptions = {}) {
     pair: () => data(api.POST("/api/v1/sessions/pair")),
     connect: () => data(api.GET("/api/v1/sessions/connect")),
     vpnKey: () => data(api.POST("/api/v1/sessions/vpn-key")),
+    /**
+     * Keep playing: postpones an idle stop (and a maximum-length stop being warned about) by one period. Never
+     * postpones a stop for lack of credit. Resolves with the session's status.
+     */
+    keepalive: () => data(api.POST("/api/v1/sessions/keepalive")),
     /** Polls until `ready` (resolves), `failed`/`stopped`/`idle` (rejects), the timeout or the signal. */
     async waitUntilReady(wait: WaitOptions = {}): Promise<SessionStatus> {
       return waitFor((s) => s.state === "running" && s.ready, ["failed", "stopped", "idle"], wait);

@@ -11,6 +11,8 @@ export {
   type Preferences,
   type PreferencesPatch,
   type SessionStatus,
+  type SessionWarning,
+  type StopReason,
   type StartSessionRequest,
   type StorageBilling,
   type TopupCheckout,

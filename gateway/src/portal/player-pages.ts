@@ -67,6 +67,13 @@ export function homePage(): string {
 <button id="stop" type="button" class="secondary" disabled hidden>Stop</button>
 </div>
 <p id="session-message" class="message" role="alert"></p>
+<div id="session-warning" class="banner warning" role="alert" hidden>
+<p><span id="session-warning-text"></span> <span id="session-warning-left" class="muted"></span></p>
+<div class="actions">
+<button id="keep-playing" type="button">Keep playing</button>
+<a id="warning-topup" href="/billing" hidden>Top up</a>
+</div>
+</div>
 <div id="play" class="play" hidden>
 <section aria-labelledby="pin-title">
 <h3 id="pin-title">Pairing PIN</h3>

@@ -2,18 +2,30 @@ import { Command, InvalidArgumentError } from "commander";
 import type { SessionStatus } from "@cgs/sdk";
 import { emit, progressLine } from "../terminal-output";
 import { action } from "./command-action";
+import { simulatedPlay } from "./simulated-play";
 
 const seconds = (ms: number) => `${Math.round(ms / 1000)} s`;
 
-function describeStatus(s: SessionStatus): string {
+/** What to do about a warning, said the way the player would do it from here. */
+function warningHint(s: SessionStatus): string {
+  if (!s.warning) return "";
+  if (s.warning.canKeepPlaying)
+    return "\n         Play in your streaming client, or run `cgs session keepalive`.";
+  if (s.warning.kind === "credits") return "\n         Top up with `cgs credits topup AMOUNT --open`.";
+  return "";
+}
+
+export function describeStatus(s: SessionStatus): string {
   const lines = [
     `State: ${s.state}${s.state === "running" ? (s.ready ? " (ready)" : " (not ready yet)") : ""}`,
   ];
+  if (s.warning) lines.push(`Warning: ${s.message ?? ""}${warningHint(s)}`);
   if (s.instanceId) lines.push(`Instance: ${s.instanceId}`);
   if (s.privateNetIp) lines.push(`Private IP: ${s.privateNetIp}`);
   if (s.publicIp) lines.push(`Public IP: ${s.publicIp}`);
   if (s.startedAt) lines.push(`Started: ${s.startedAt}`);
-  if (s.message) lines.push(`Note: ${s.message}`);
+  if (s.stopReason) lines.push(`Stop reason: ${s.stopReason}`);
+  if (s.message && !s.warning) lines.push(`Note: ${s.message}`);
   return lines.join("\n");
 }
 
@@ -122,6 +134,22 @@ export function sessionCommands(program: Command): void {
         emit(ctx.options.json, key, () => `${key.key}\n(expires ${key.expiresAt})`);
       }),
     );
+
+  session
+    .command("keepalive")
+    .description("Keep playing: postpone an idle or maximum-length stop (never a stop for lack of credit)")
+    .action(
+      action(async (ctx) => {
+        const status = await ctx.client().sessions.keepalive();
+        emit(ctx.options.json, status, () =>
+          status.warning
+            ? describeStatus(status)
+            : "Keep playing: the idle clock starts again now.\n" + describeStatus(status),
+        );
+      }),
+    );
+
+  simulatedPlay(session);
 
   session
     .command("stop")

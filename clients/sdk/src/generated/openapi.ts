@@ -84,6 +84,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/api/v1/sessions/keepalive": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Keep playing: postpone an idle or maximum-length stop
+     * @description The player is there: the idle clock starts again from now, and a maximum-length stop that poll is warning about moves 60 minutes later. Never postpones a stop for lack of credit (top up instead) or the end of a host that stopped reporting. Answers the poll shape. Errors: 409 SESSION_NOT_RUNNING when no session is running.
+     *
+     *     Rate limit: write bucket, 20 requests per minute per account.
+     */
+    post: operations["keepPlaying"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/api/v1/sessions/pair": {
     parameters: {
       query?: never;
@@ -468,19 +490,21 @@ export interface components {
      *     - `idle`: never started, or nothing to show.
      *     - `starting`: an instance has been requested.
      *     - `running`: the instance is up; `ready` turns true once the streaming host answers.
-     *     - `stopping`: stop requested (by the user, credits exhausted, idle timeout or account purge).
+     *     - `stopping`: stop requested (by the user, credits exhausted, idle, maximum length or account purge; `stopReason` says which).
      *     - `stopped`: the instance is gone.
      *     - `failed`: provisioning failed or the instance was lost; `message` says why.
      *
      *     Active states are `starting`, `running` and `stopping`. Transitions:
      *     idle|stopped|failed -start-> starting -instance running-> running(ready=false) -host answers-> running(ready=true);
-     *     starting -capacity/provisioning error-> failed; running -instance lost-> failed;
-     *     starting|running -stop, credits exhausted, idle timeout, account purge-> stopping -instance gone-> stopped.
+     *     starting -capacity/provisioning error-> failed; running -instance lost or host agent silent-> failed;
+     *     starting|running -stop, credits exhausted, idle, maximum length, account purge-> stopping -instance gone-> stopped.
      * @enum {string}
      */
     SessionState: "idle" | "starting" | "running" | "stopping" | "stopped" | "failed";
     /**
-     * @description Flat session poll resource (spec 2.1). Every field is always present; fields with no value are `null`. With no session: `{"state": "idle", "instanceId": null, "publicIp": null, "privateNetIp": null, "startedAt": null, "ready": false, "message": null}`.
+     * @description Flat session poll resource: the spec's 2.1 fields, every one always present (null when it has no value), plus two additions clients may ignore: `warning` (an automatic stop ahead) and `stopReason` (why the session ended, kept until the next start). With no session: `{"state": "idle", "instanceId": null, "publicIp": null, "privateNetIp": null, "startedAt": null, "ready": false, "message": null, "warning": null, "stopReason": null}`.
+     *
+     *     Every automatic stop is announced first: while `warning` is set, `message` says what happens and when, e.g. "No input for 10 min: this session stops at 14:32 UTC unless you play or choose Keep playing." After a stop, `message` says why in words and `stopReason` in a code.
      * @example {
      *       "state": "running",
      *       "instanceId": "i-0abc1234def567890",
@@ -488,7 +512,9 @@ export interface components {
      *       "privateNetIp": "100.64.0.12",
      *       "startedAt": "2026-01-01T12:00:00Z",
      *       "ready": true,
-     *       "message": null
+     *       "message": null,
+     *       "warning": null,
+     *       "stopReason": null
      *     }
      */
     SessionStatus: {
@@ -515,8 +541,36 @@ export interface components {
       startedAt: string | null;
       /** @description True when the instance is ready for pairing. */
       ready: boolean;
-      /** @description Human-readable status note (e.g. why the session failed); null when none. */
+      /** @description Human-readable status note: the warning of an automatic stop ahead, why the session stopped or failed; null when none. */
       message: string | null;
+      /** @description An automatic stop this running session is heading for, announced before it happens (DESIGN §5); null when none is near. Play is what the streaming host sees: a streaming client connected, or input on its display; API calls (poll, pair, connect) are not play. */
+      warning: {
+        /**
+         * @description `idle`: no streaming client and no input for the account's `idleTimeoutMinutes` (warned the last 5 minutes, or half the timeout); `max_length`: the session reaches `maxSessionLengthMinutes` (warned the last 10 minutes); `credits`: the balance pays for less than 10 more minutes; `host_unhealthy`: the instance's host agent stopped reporting (the session ends as `instance_lost`, charged only up to its last report).
+         * @enum {string}
+         */
+        kind: "idle" | "max_length" | "credits" | "host_unhealthy";
+        /**
+         * Format: date-time
+         * @description When the session stops unless the player acts (or the host recovers).
+         */
+        stopsAt: string;
+        /** @description True for `idle` and `max_length`: `POST /api/v1/sessions/keepalive` postpones the stop by one period. A stop for lack of credit is postponed only by a top-up. */
+        canKeepPlaying: boolean;
+      } | null;
+      /**
+       * @description Why a session ended: `user` (stop), `idle` (no play for the idle timeout), `max_length` (the maximum session length), `credits_exhausted` (the wallet could not pay the next minute), `account_deletion` (the account's purge), `instance_lost` (the instance or its host agent stopped; charged up to the last time it was seen), `start_failed` (the instance never became ready). Null while the session is starting or running, and with no session.
+       * @enum {string|null}
+       */
+      stopReason:
+        | "user"
+        | "idle"
+        | "max_length"
+        | "credits_exhausted"
+        | "account_deletion"
+        | "instance_lost"
+        | "start_failed"
+        | null;
     };
     /** @description Optional start options. Omit the body (or send `{}`) to use the saved preferences. */
     StartSessionRequest: {
@@ -679,10 +733,15 @@ export interface components {
        */
       region: string;
       /**
-       * @description Minutes without streaming-client input after which a running session is stopped (saves credits).
+       * @description Minutes without play (no streaming client connected and no input on the host's display) after which a running session is stopped, after a warning in poll. API calls are not play.
        * @default 15
        */
       idleTimeoutMinutes: number;
+      /**
+       * @description Longest a session runs; poll warns 10 minutes before, and Keep playing adds 60 minutes. GameLift's SessionLengthSeconds, in minutes.
+       * @default 720
+       */
+      maxSessionLengthMinutes: number;
     };
     /**
      * @description A partial Preferences object (JSON merge patch, RFC 7396). Only the fields present change; the others keep their stored value. No field is nullable, so `null` (which would unset a field in merge-patch semantics) is rejected with VALIDATION_ERROR; send the default value explicitly instead. Unknown fields are rejected. An empty object is a no-op that returns the stored preferences.
@@ -711,8 +770,10 @@ export interface components {
       codec?: "h264" | "h265" | "av1";
       /** @description Preferred cloud region for new sessions, e.g. `us-east-1`. */
       region?: string;
-      /** @description Minutes without streaming-client input after which a running session is stopped (saves credits). */
+      /** @description Minutes without play (no streaming client connected and no input on the host's display) after which a running session is stopped, after a warning in poll. API calls are not play. */
       idleTimeoutMinutes?: number;
+      /** @description Longest a session runs; poll warns 10 minutes before, and Keep playing adds 60 minutes. GameLift's SessionLengthSeconds, in minutes. */
+      maxSessionLengthMinutes?: number;
     };
     Identity: {
       /** @description The identity provider's user id (the token's `sub` claim). */
@@ -1070,6 +1131,35 @@ export interface operations {
       };
       401: components["responses"]["Unauthorized"];
       405: components["responses"]["MethodNotAllowed"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+      503: components["responses"]["ServiceUnavailable"];
+    };
+  };
+  keepPlaying: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The session after the keepalive; `warning` is null unless another stop is near. */
+      200: {
+        headers: {
+          "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+          "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+          "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["SessionStatus"];
+        };
+      };
+      401: components["responses"]["Unauthorized"];
+      405: components["responses"]["MethodNotAllowed"];
+      409: components["responses"]["Conflict"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
       503: components["responses"]["ServiceUnavailable"];

@@ -2,6 +2,11 @@
 import { api, byId, clock, dateTime, money, say, type ApiFailure } from "./api.js";
 import "./layout.js";
 
+interface SessionWarning {
+  kind: "idle" | "max_length" | "credits" | "host_unhealthy";
+  stopsAt: string;
+  canKeepPlaying: boolean;
+}
 interface SessionStatus {
   state: "idle" | "starting" | "running" | "stopping" | "stopped" | "failed";
   instanceId: string | null;
@@ -9,6 +14,8 @@ interface SessionStatus {
   startedAt: string | null;
   ready: boolean;
   message: string | null;
+  warning: SessionWarning | null;
+  stopReason: string | null;
 }
 interface Credits {
   balance: number;
@@ -38,6 +45,11 @@ const el = {
   start: byId<HTMLButtonElement>("start"),
   stop: byId<HTMLButtonElement>("stop"),
   message: byId("session-message"),
+  warning: byId("session-warning"),
+  warningText: byId("session-warning-text"),
+  warningLeft: byId("session-warning-left"),
+  keepPlaying: byId<HTMLButtonElement>("keep-playing"),
+  warningTopup: byId("warning-topup"),
   play: byId("play"),
   pin: byId("pin"),
   pinCountdown: byId("pin-countdown"),
@@ -126,6 +138,11 @@ function tick(): void {
     el.pinCountdown.textContent = left > 0 ? `expires in ${clock(left)}` : "expired: ask for a new PIN";
     el.pin.classList.toggle("expired", left <= 0);
   }
+  const warning = session?.state === "running" ? session.warning : null;
+  if (warning) {
+    const left = (new Date(warning.stopsAt).getTime() - Date.now()) / 1000;
+    el.warningLeft.textContent = left > 0 ? `(${clock(left)} left)` : "(now)";
+  }
   const wait = Math.ceil((startBlockedUntil - Date.now()) / 1000);
   const canStart = session !== null && !ACTIVE.has(session.state);
   el.start.hidden = !canStart && session !== null;
@@ -162,11 +179,12 @@ function renderSession(next: SessionStatus): void {
           ? [3, "Ready to play"]
           : next.state === "stopping"
             ? [3, "Stopping the instance…"]
-            : [0, next.state === "failed" ? (next.message ?? "The session failed.") : ""];
+            : [0, next.state === "failed" ? (next.message ?? "The session failed.") : (next.message ?? "")];
   el.progress.value = steps[0];
   el.progress.hidden = !ACTIVE.has(next.state);
   el.progressText.textContent = steps[1];
 
+  renderWarning(next);
   const playing = next.state === "running" && next.ready;
   el.play.hidden = !playing;
   if (becameReady) {
@@ -178,6 +196,19 @@ function renderSession(next: SessionStatus): void {
     el.vpnBox.hidden = true;
   }
   tick();
+}
+
+/** An automatic stop ahead: what happens and when, and what the player can do about it. */
+function renderWarning(next: SessionStatus): void {
+  const warning = next.state === "running" ? next.warning : null;
+  el.warning.hidden = !warning;
+  if (!warning) return;
+  // The service says the time in UTC (it does not know the player's zone); the page says it in local time.
+  const local = new Date(warning.stopsAt).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  el.warningText.textContent = (next.message ?? "").replace(/\d\d:\d\d UTC/, local);
+  el.warning.dataset.kind = warning.kind;
+  el.keepPlaying.hidden = !warning.canKeepPlaying;
+  el.warningTopup.hidden = warning.kind !== "credits";
 }
 
 function schedulePoll(ms: number): void {
@@ -283,6 +314,13 @@ el.stop.addEventListener("click", async () => {
 });
 
 el.newPin.addEventListener("click", () => void mintPin());
+
+el.keepPlaying.addEventListener("click", async () => {
+  const kept = await act<SessionStatus>(el.keepPlaying, "/sessions/keepalive");
+  if (!kept) return;
+  renderSession(kept);
+  say(el.message, "Keep playing: the session goes on.", "success");
+});
 
 el.vpnCreate.addEventListener("click", async () => {
   const key = await act<{ key: string; expiresAt: string }>(el.vpnCreate, "/sessions/vpn-key");
