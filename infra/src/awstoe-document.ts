@@ -24,7 +24,12 @@ const s3Download = z.object({
     .array(
       z
         .object({
-          source: z.string().regex(/^s3:\/\/[^/]+\/.+/, "must be an s3://bucket/key URI"),
+          source: z
+            .string()
+            .regex(
+              /^(s3:\/\/[^/]+\/.+|\{\{ *[A-Za-z][A-Za-z0-9]* *\}\})$/,
+              "must be an s3://bucket/key URI or a {{ Parameter }}",
+            ),
           destination: text,
           expectedBucketOwner: z.string().optional(),
           overwrite: z.boolean().optional(),
