@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Debian tools the streaming-image tests use: shellcheck (every shell step of the image), systemd-analyze (its
-# units), Xvfb and xauth (the boot test's display), losetup, mkfs.ext4, ip and openssl (the boot test's volume,
+# units), Xvfb and xauth (the boot test's display), losetup, mkfs.ext4, ip, nft and openssl (the boot test's volume,
 # namespace and TLS identity). Idempotent: installs only what is missing.
 #   test/peers/image-tools.sh
 set -euo pipefail
@@ -9,7 +9,7 @@ as_root() { if [[ "$(id -u)" == 0 ]]; then "$@"; else sudo "$@"; fi; }
 
 declare -A package_of=(
   [shellcheck]=shellcheck [systemd-analyze]=systemd [Xvfb]=xvfb [xauth]=xauth [mcookie]=util-linux
-  [losetup]=mount [setpriv]=util-linux [mkfs.ext4]=e2fsprogs [ip]=iproute2 [openssl]=openssl
+  [losetup]=mount [setpriv]=util-linux [mkfs.ext4]=e2fsprogs [ip]=iproute2 [openssl]=openssl [nft]=nftables
 )
 missing=()
 for tool in "${!package_of[@]}"; do

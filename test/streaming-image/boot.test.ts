@@ -39,6 +39,18 @@ let nsIp: string;
 let volumeLoop: string;
 let rootLoop: string;
 let display: number;
+let metadataService: ChildProcess | undefined;
+
+const METADATA_SERVER = `require("node:http").createServer((q, r) => r.end("ami-id")).listen(80, "169.254.169.254")`;
+const METADATA_PROBE = `require("node:net").connect(80, "169.254.169.254")
+  .on("connect", () => { console.log("connected"); process.exit(0); })
+  .on("error", (e) => { console.log(e.code); process.exit(0); });`;
+
+/** Whether a process of this user (root when none) inside the namespace reaches the metadata service. */
+function reachMetadataService(user?: { uid: string; gid: string }): string {
+  const asUser = user ? ["setpriv", `--reuid=${user.uid}`, `--regid=${user.gid}`, "--init-groups"] : [];
+  return run("ip", ["netns", "exec", netns, ...asUser, process.execPath, "-e", METADATA_PROBE]);
+}
 
 beforeAll(() => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), "cgs-boot-"));
@@ -73,9 +85,17 @@ beforeAll(() => {
   run("ip", ["netns", "exec", netns, "ip", "link", "set", nsSide, "up"]);
   run("ip", ["netns", "exec", netns, "ip", "link", "set", "lo", "up"]);
   display = 300 + (process.pid % 600);
+
+  // The instance metadata service's address inside the namespace, answered by a plain HTTP server (a stand-in:
+  // only whether a process can reach it matters here).
+  run("ip", ["netns", "exec", netns, "ip", "addr", "add", "169.254.169.254/32", "dev", "lo"]);
+  metadataService = spawn("ip", ["netns", "exec", netns, process.execPath, "-e", METADATA_SERVER], {
+    stdio: "ignore",
+  });
 });
 
 afterAll(() => {
+  metadataService?.kill();
   for (const loop of [volumeLoop, rootLoop]) if (loop) execFileSync("losetup", ["-d", loop]);
   if (netns) execFileSync("ip", ["netns", "del", netns]);
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
@@ -352,6 +372,9 @@ describe("streaming host boot (a real namespace, loop-device volume, the image's
     expect(
       await sunshineAt({ ...firstCredentials, password: "wrong" }, firstFingerprint).isReady(nsIp, SESSION),
     ).toBe(false);
+    // Sunshine's user (and every game it starts) cannot reach the metadata service; root and the agent can.
+    expect(reachMetadataService({ uid: "nobody", gid: "nogroup" })).toBe("ECONNREFUSED");
+    expect(reachMetadataService()).toBe("connected");
     await host.submitPin(nsIp, SESSION, "0427", "living-room-tv");
     await eventually(b, "sunshine paired living-room-tv");
     expect(b.output()).toContain("formatting the new account volume");

@@ -17,7 +17,7 @@ apt_get update
 apt_get dist-upgrade
 apt_get install --no-install-recommends \
   build-essential ca-certificates curl dkms e2fsprogs gnupg jq libglvnd-dev libvulkan1 linux-aws \
-  linux-headers-aws mesa-utils nvme-cli openssl pciutils pkg-config unzip util-linux x11-xserver-utils xauth \
+  linux-headers-aws mesa-utils nftables nvme-cli openssl pciutils pkg-config unzip util-linux x11-xserver-utils xauth \
   xserver-xorg-core
 
 # No SSH: nothing listens on 22 and cloud-init installs no keys.
