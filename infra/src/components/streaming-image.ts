@@ -165,7 +165,6 @@ export class StreamingImage extends pulumi.ComponentResource {
             name: `${args.prefix}-${id}`,
             version: contentVersion(data),
             platform: "Linux",
-            supportedOsVersions: ["Ubuntu 24"],
             data,
             tags: args.tags,
           },
