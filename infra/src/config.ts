@@ -1,5 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { DEPLOYABLES, type DeployableName } from "./service-catalog";
+import { GPU_FAMILIES, gpuFamilyOf } from "./streaming-image-versions";
 
 /** Node group sizing; one managed node group per entry, spread over every private subnet. */
 export interface NodeGroupConfig {
@@ -49,8 +50,13 @@ export interface WorkloadConfig {
 }
 
 export interface StreamingConfig {
-  /** AMI of the streaming host image (built outside this repo). */
-  amiId: string;
+  /**
+   * Override: start instances from this AMI instead of the image the stack builds (infra/streaming-image). Unset,
+   * the launch template uses the stack's own image.
+   */
+  amiId?: string;
+  /** Bump to rebuild the image with current Ubuntu packages and driver when nothing in the repository changed. */
+  imageRevision?: number;
   instanceType: string;
   volumeSizeGiB: number;
   /** Root device of the AMI (e.g. /dev/sda1 for Windows and Ubuntu images, /dev/xvda for Amazon Linux). */
@@ -156,6 +162,14 @@ function validate(c: Omit<PlatformConfig, "secrets">): void {
   }
   if (c.queues.maxReceiveCount < 1) fail("cgs:queues.maxReceiveCount must be at least 1");
   if (c.redis.nodes < 1) fail("cgs:redis.nodes must be at least 1");
+  if (!GPU_FAMILIES[gpuFamilyOf(c.streaming.instanceType)]) {
+    fail(
+      `cgs:streaming.instanceType must be of a GPU family the image supports (${Object.keys(GPU_FAMILIES).join(", ")})`,
+    );
+  }
+  if (c.streaming.amiId !== undefined && !/^ami-[0-9a-f]{8,17}$/.test(c.streaming.amiId)) {
+    fail("cgs:streaming.amiId must be an AMI id (ami-...) or unset");
+  }
   const known = new Set<string>(DEPLOYABLES.map((d) => d.name));
   for (const name of Object.keys(c.extraEnv)) {
     if (!known.has(name)) fail(`cgs:extraEnv.${name} names no deployable`);

@@ -14,6 +14,8 @@ import { RateLimitCache } from "./components/rate-limit-cache";
 import { ServiceAccountRole } from "./components/service-account-role";
 import { ServiceQueue } from "./components/service-queue";
 import { StreamingFleet } from "./components/streaming-fleet";
+import { StreamingImage } from "./components/streaming-image";
+import { STREAMING_IMAGE_DIR, hostAgentArtifacts } from "./streaming-image-sources";
 import { tailnetPolicy } from "@cgs/shared";
 import { loadPlatformConfig } from "./config";
 import {
@@ -38,6 +40,7 @@ const tags = { Project: "cloud-gaming-platform", Environment: cfg.environment, M
 const accountId = aws.getCallerIdentityOutput().accountId;
 const tagPrefix = prefix;
 const queuePrefix = `${cfg.environment}-`;
+const repoRoot = path.resolve(__dirname, "..", "..");
 const byName = <T>(entries: [DeployableName, T][]) =>
   Object.fromEntries(entries) as Record<DeployableName, T>;
 
@@ -92,6 +95,14 @@ const queues = Object.fromEntries(
   ]),
 ) as Partial<Record<DeployableName, ServiceQueue>>;
 
+// Reports from the host agents on the streaming instances; the sessions service consumes them.
+const hostReportsQueueName = `${queuePrefix}cgs-host-reports`;
+const hostReports = new ServiceQueue("queue-host-reports", {
+  queueName: hostReportsQueueName,
+  ...cfg.queues,
+  tags,
+});
+
 const database = new Database("database", {
   identifier: prefix,
   ...cfg.database,
@@ -115,12 +126,15 @@ const cache = new RateLimitCache("rate-limits", {
 
 const alarms = new PlatformAlarms("alarms", {
   prefix,
-  queues: Object.fromEntries(
-    DEPLOYABLES.filter((d) => d.consumesQueue).map((d) => {
-      const queueName = queuePrefix + serviceQueueName(d.name);
-      return [d.name, { queueName, dlqName: `${queueName}-dlq` }];
-    }),
-  ),
+  queues: {
+    ...Object.fromEntries(
+      DEPLOYABLES.filter((d) => d.consumesQueue).map((d) => {
+        const queueName = queuePrefix + serviceQueueName(d.name);
+        return [d.name, { queueName, dlqName: `${queueName}-dlq` }];
+      }),
+    ),
+    "host-reports": { queueName: hostReportsQueueName, dlqName: `${hostReportsQueueName}-dlq` },
+  },
   database: {
     identifier: prefix,
     instanceClass: cfg.database.instanceClass,
@@ -141,12 +155,29 @@ const appSecrets = new AppSecrets("app-secrets", {
   tags,
 });
 
+// The stack builds the streaming image unless streaming.amiId names one to use instead.
+const image = new StreamingImage("streaming-image", {
+  prefix,
+  region: cfg.region,
+  instanceType: cfg.streaming.instanceType,
+  vpcId: network.vpcId,
+  subnetId: network.privateSubnetIds[0] as pulumi.Output<string>,
+  revision: cfg.streaming.imageRevision ?? 1,
+  build: cfg.streaming.amiId === undefined,
+  imageDir: STREAMING_IMAGE_DIR,
+  hostAgent: hostAgentArtifacts(repoRoot),
+  tags,
+});
+const streamingImageId: pulumi.Input<string> = cfg.streaming.amiId ?? (image.amiId as pulumi.Output<string>);
+
 const fleet = new StreamingFleet("streaming", {
   name: prefix,
   vpcId: network.vpcId,
   apiClientSecurityGroupIds: [cluster.clusterSecurityGroupId],
   tagPrefix,
   ...cfg.streaming,
+  imageId: streamingImageId,
+  hostReportsQueueArn: hostReports.arn,
   tags,
 });
 
@@ -168,7 +199,8 @@ const streaming = {
   securityGroupId: fleet.securityGroupId,
   securityGroupArn: fleet.securityGroupArn,
   subnetIds: network.publicSubnetIds,
-  amiId: cfg.streaming.amiId,
+  amiId: streamingImageId,
+  hostRoleArn: fleet.hostRoleArn,
   tagPrefix,
 };
 
@@ -176,6 +208,7 @@ const statements = allDeployableStatements({
   region: cfg.region,
   accountId,
   queueArns,
+  hostReportsQueueArn: hostReports.arn,
   sharedSecretArns,
   databaseSecretArns,
   streaming,
@@ -242,6 +275,7 @@ const platform = new PlatformRelease("platform", {
             availabilityZone: cfg.availabilityZones[0] as string,
             tagPrefix,
             tailscaleTailnet: cfg.streaming.tailscaleTailnet,
+            hostReportsQueueUrl: hostReports.url,
           },
           keycloakAdminClientId: cfg.keycloakAdminClientId,
           mailFrom: cfg.mailFrom,
@@ -285,6 +319,9 @@ export const serviceRoleArns = Object.fromEntries(
   Object.entries(serviceRoles).map(([n, r]) => [n, r.roleArn]),
 );
 export const streamingLaunchTemplateId = fleet.launchTemplateId;
+export const streamingAmiId = streamingImageId;
+export const streamingImagePipelineArn = image.pipelineArn;
+export const hostReportsQueueUrl = hostReports.url;
 export const certificateArn = endpoint.certificateArn;
 export const ingressHostname = platform.ingressHostname;
 export const url = `https://${cfg.domain}`;

@@ -44,6 +44,8 @@ export interface EnvironmentContext {
     availabilityZone: string;
     tagPrefix: string;
     tailscaleTailnet: string;
+    /** The queue the streaming hosts' agents report to; the sessions service consumes it. */
+    hostReportsQueueUrl: pulumi.Input<string>;
   };
   keycloakAdminClientId: string;
   mailFrom: string;
@@ -80,6 +82,7 @@ export function serviceEnvironment(
       STREAMING_HOST: "sunshine",
       PRIVATE_NETWORK: "tailscale",
       TAILSCALE_TAILNET: ctx.streaming.tailscaleTailnet,
+      HOST_REPORTS_QUEUE_URL: ctx.streaming.hostReportsQueueUrl,
     });
   }
   if (d.secrets.stripe) env.PAYMENT_PROVIDER = "stripe";

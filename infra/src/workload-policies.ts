@@ -8,11 +8,16 @@ export interface WorkloadPolicyContext {
   queueArns: Partial<Record<DeployableName, pulumi.Input<string>>>;
   sharedSecretArns: Record<SharedSecretName, pulumi.Input<string>>;
   databaseSecretArns: Partial<Record<DeployableName, pulumi.Input<string>>>;
+  /** The queue streaming hosts' agents send their reports to; the sessions service consumes it. */
+  hostReportsQueueArn: pulumi.Input<string>;
   streaming: {
     launchTemplateArn: pulumi.Input<string>;
     securityGroupArn: pulumi.Input<string>;
     subnetIds: pulumi.Input<string>[];
-    amiId: string;
+    /** The image the launch template starts: the one the stack built, or `streaming.amiId`. */
+    amiId: pulumi.Input<string>;
+    /** The streaming instances' role (their instance profile); launching them passes it to EC2. */
+    hostRoleArn: pulumi.Input<string>;
     /** CLOUD_TAG_PREFIX: sessions tags what it creates <prefix>:session-id / <prefix>:account-id. */
     tagPrefix: string;
   };
@@ -51,6 +56,13 @@ function streamingStatements(ctx: WorkloadPolicyContext): PolicyStatementArgs[] 
         ec2Arn(ctx, "network-interface/*"),
         ...s.subnetIds.map((id) => ec2Arn(ctx, pulumi.interpolate`subnet/${id}`)),
       ],
+    },
+    {
+      Sid: "PassTheStreamingHostRoleToEc2",
+      Effect: "Allow",
+      Action: ["iam:PassRole"],
+      Resource: [s.hostRoleArn],
+      Condition: { StringEquals: { "iam:PassedToService": "ec2.amazonaws.com" } },
     },
     {
       Sid: "TagOnlyWhileCreating",
@@ -130,8 +142,68 @@ export function deployableStatements(d: Deployable, ctx: WorkloadPolicyContext):
   if (secretArns.length > 0) {
     statements.push({ Sid: "ReadOwnSecrets", Effect: "Allow", Action: SECRET_READ, Resource: secretArns });
   }
-  if (d.managesStreamingInstances) statements.push(...streamingStatements(ctx));
+  if (d.managesStreamingInstances) {
+    statements.push({
+      Sid: "ConsumeHostReports",
+      Effect: "Allow",
+      Action: [
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:ChangeMessageVisibility",
+        "sqs:GetQueueAttributes",
+        "sqs:GetQueueUrl",
+      ],
+      Resource: [ctx.hostReportsQueueArn],
+    });
+    statements.push(...streamingStatements(ctx));
+  }
   return statements;
+}
+
+/**
+ * The streaming instances' own rights (their instance profile): the host agent sends its reports to the
+ * host-reports queue, and that is all. The agent is baked into the image, so nothing is read at boot.
+ */
+export function streamingHostStatements(hostReportsQueueArn: pulumi.Input<string>): PolicyStatementArgs[] {
+  return [
+    {
+      Sid: "SendHostReports",
+      Effect: "Allow",
+      Action: ["sqs:SendMessage"],
+      Resource: [hostReportsQueueArn],
+    },
+  ];
+}
+
+/**
+ * The image build instance's rights beyond Image Builder's managed policies: read this stack's build inputs (the
+ * image files and the host agent) and AWS's NVIDIA gaming driver archive.
+ */
+export function imageBuildStatements(inputsBucketArn: pulumi.Input<string>): PolicyStatementArgs[] {
+  return [
+    {
+      Sid: "ReadImageBuildInputs",
+      Effect: "Allow",
+      Action: ["s3:GetObject"],
+      Resource: [
+        pulumi.interpolate`${inputsBucketArn}/image-files/*`,
+        pulumi.interpolate`${inputsBucketArn}/host-agent/*`,
+      ],
+    },
+    {
+      Sid: "ListNvidiaGamingDrivers",
+      Effect: "Allow",
+      Action: ["s3:ListBucket"],
+      Resource: ["arn:aws:s3:::nvidia-gaming"],
+      Condition: { StringLike: { "s3:prefix": ["linux/*"] } },
+    },
+    {
+      Sid: "ReadNvidiaGamingDrivers",
+      Effect: "Allow",
+      Action: ["s3:GetObject"],
+      Resource: ["arn:aws:s3:::nvidia-gaming/linux/*"],
+    },
+  ];
 }
 
 export function allDeployableStatements(

@@ -1,6 +1,8 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import type { StreamingConfig } from "../config";
+import { policyJson, servicePrincipalTrustPolicy } from "../iam-policy";
+import { streamingHostStatements } from "../workload-policies";
 
 export interface StreamingFleetArgs extends StreamingConfig {
   name: string;
@@ -9,20 +11,27 @@ export interface StreamingFleetArgs extends StreamingConfig {
   apiClientSecurityGroupIds: pulumi.Input<string>[];
   /** CLOUD_TAG_PREFIX of the sessions service; instances and volumes carry <prefix>:* tags. */
   tagPrefix: string;
+  /** The AMI instances start from: the image the stack built, or `streaming.amiId` when set. */
+  imageId: pulumi.Input<string>;
+  /** Where the host agent sends its reports: the only thing the instances' role may do. */
+  hostReportsQueueArn: pulumi.Input<string>;
   tags: Record<string, string>;
 }
 
 const OPEN_TO_ALL = new Set(["0.0.0.0/0", "::/0"]);
 
 /**
- * Launch template and security group for the streaming instances the sessions service starts. The streaming
- * ports admit only the private network; the host API admits only the sessions service's security groups.
+ * Launch template, security group and instance profile of the streaming instances the sessions service starts.
+ * The streaming ports admit only the private network; the host API admits only the sessions service's security
+ * groups; the instances' role may only send host reports. A new image becomes the template's new default version:
+ * instances already running keep the image they started from.
  */
 export class StreamingFleet extends pulumi.ComponentResource {
   readonly launchTemplateId: pulumi.Output<string>;
   readonly launchTemplateArn: pulumi.Output<string>;
   readonly securityGroupId: pulumi.Output<string>;
   readonly securityGroupArn: pulumi.Output<string>;
+  readonly hostRoleArn: pulumi.Output<string>;
 
   constructor(name: string, args: StreamingFleetArgs, opts?: pulumi.ComponentResourceOptions) {
     super("cgs:infra:StreamingFleet", name, {}, opts);
@@ -66,12 +75,33 @@ export class StreamingFleet extends pulumi.ComponentResource {
       },
       { parent: this },
     );
+    const hostRole = new aws.iam.Role(
+      `${name}-host`,
+      {
+        name: `${args.name}-streaming-host`,
+        assumeRolePolicy: servicePrincipalTrustPolicy("ec2.amazonaws.com"),
+        maxSessionDuration: 3600,
+        tags: args.tags,
+      },
+      { parent: this },
+    );
+    new aws.iam.RolePolicy(
+      `${name}-host`,
+      { role: hostRole.id, policy: policyJson(streamingHostStatements(args.hostReportsQueueArn)) },
+      { parent: this },
+    );
+    const hostProfile = new aws.iam.InstanceProfile(
+      `${name}-host`,
+      { name: `${args.name}-streaming-host`, role: hostRole.name, tags: args.tags },
+      { parent: this },
+    );
     const template = new aws.ec2.LaunchTemplate(
       name,
       {
         name: `${args.name}-streaming`,
-        imageId: args.amiId,
+        imageId: args.imageId,
         instanceType: args.instanceType,
+        iamInstanceProfile: { arn: hostProfile.arn },
         vpcSecurityGroupIds: [sg.id],
         instanceInitiatedShutdownBehavior: "terminate",
         metadataOptions: { httpEndpoint: "enabled", httpTokens: "required", httpPutResponseHopLimit: 1 },
@@ -99,6 +129,7 @@ export class StreamingFleet extends pulumi.ComponentResource {
     this.launchTemplateArn = template.arn;
     this.securityGroupId = sg.id;
     this.securityGroupArn = sg.arn;
+    this.hostRoleArn = hostRole.arn;
     this.registerOutputs({ launchTemplateId: this.launchTemplateId, securityGroupId: this.securityGroupId });
   }
 }

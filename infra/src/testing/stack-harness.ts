@@ -1,13 +1,17 @@
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { parse } from "yaml";
 import { onlyOnAnyResource, type PolicyDocument, type PolicyStatement } from "../iam-policy";
+import { hostAgentArtifacts } from "../streaming-image-sources";
 
 /** Test support: runs the real program against Pulumi mocks with a stack's committed config. */
 
 export const REPO_ROOT = path.resolve(__dirname, "..", "..", "..");
 export const ACCOUNT_ID = "123456789012";
+/** The AMI the mocked Image Builder build "produces". */
+export const BUILT_AMI_ID = "ami-0b111111111111111";
 
 export interface RecordedResource {
   type: string;
@@ -77,6 +81,18 @@ function computedState(type: string, name: string, inputs: Record<string, unknow
       return { repositoryUrl: `${ACCOUNT_ID}.dkr.ecr.${region}.amazonaws.com/${str(inputs.name)}` };
     case "aws:secretsmanager/secret:Secret":
       return { arn: arn("secretsmanager", `secret:${str(inputs.name)}-AbCdEf`) };
+    case "aws:s3/bucket:Bucket": {
+      const bucket = `${str(inputs.bucketPrefix)}0001`;
+      return { bucket, arn: `arn:aws:s3:::${bucket}` };
+    }
+    case "aws:iam/instanceProfile:InstanceProfile":
+      return { arn: `arn:aws:iam::${ACCOUNT_ID}:instance-profile/${str(inputs.name) || name}` };
+    case "aws:imagebuilder/component:Component":
+      return { arn: arn("imagebuilder", `component/${str(inputs.name)}/${str(inputs.version)}/1`) };
+    case "aws:imagebuilder/imageRecipe:ImageRecipe":
+      return { arn: arn("imagebuilder", `image-recipe/${str(inputs.name)}/${str(inputs.version)}`) };
+    case "aws:imagebuilder/image:Image":
+      return { outputResources: [{ amis: [{ image: BUILT_AMI_ID, region }] }] };
     case "aws:ec2/launchTemplate:LaunchTemplate":
       return { arn: arn("ec2", `launch-template/lt-${name}`) };
     case "aws:ec2/securityGroup:SecurityGroup":
@@ -128,9 +144,38 @@ async function resolveDeep(name: string, value: unknown): Promise<unknown> {
   }
 }
 
-/** Runs infra/src/index.ts once with the stack's config; call once per test file. */
-export async function runStack(stack: string): Promise<StackRun> {
-  const config = readStackConfig(stack);
+/**
+ * The host agent is the host-agent workspace's build output. Where it has not been built, the program hashes and
+ * uploads a stand-in pair of files instead: these tests check the wiring, never what is inside the bundle.
+ */
+function standInHostAgentWhenUnbuilt(): void {
+  try {
+    hostAgentArtifacts(REPO_ROOT);
+    return;
+  } catch {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cgs-host-agent-"));
+    const artifacts = {
+      bundle: path.join(dir, "cgs-host-agent.cjs"),
+      unit: path.join(dir, "cgs-host-agent.service"),
+    };
+    fs.writeFileSync(artifacts.bundle, "// stand-in: the host-agent workspace is not built here\n");
+    fs.writeFileSync(
+      artifacts.unit,
+      "[Service]\nExecStart=/usr/bin/node /opt/cgs/host-agent/cgs-host-agent.cjs\n",
+    );
+    jest.doMock("../streaming-image-sources", () => ({
+      ...jest.requireActual<object>("../streaming-image-sources"),
+      hostAgentArtifacts: () => artifacts,
+    }));
+  }
+}
+
+/**
+ * Runs infra/src/index.ts once with the stack's config, `overrides` replacing whole keys (e.g. "cgs:streaming");
+ * call once per test file.
+ */
+export async function runStack(stack: string, overrides: Record<string, unknown> = {}): Promise<StackRun> {
+  const config = { ...readStackConfig(stack), ...overrides };
   const region = str(config["aws:region"]);
   const all: Record<string, string> = {};
   for (const [k, v] of Object.entries({ ...config, ...TEST_SECRETS })) {
@@ -170,6 +215,7 @@ export async function runStack(stack: string): Promise<StackRun> {
     false,
   );
 
+  standInHostAgentWhenUnbuilt();
   const program = jest.requireActual<Record<string, unknown>>("../index");
   const outputs: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(program)) outputs[name] = await resolveDeep(name, value);

@@ -31,15 +31,25 @@ export const EXPECTED_RESOURCE_TYPES = [
   "aws:eks/nodeGroup:NodeGroup",
   "aws:elasticache/replicationGroup:ReplicationGroup",
   "aws:elasticache/subnetGroup:SubnetGroup",
+  "aws:iam/instanceProfile:InstanceProfile",
   "aws:iam/openIdConnectProvider:OpenIdConnectProvider",
   "aws:iam/role:Role",
   "aws:iam/rolePolicy:RolePolicy",
   "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+  "aws:imagebuilder/component:Component",
+  "aws:imagebuilder/distributionConfiguration:DistributionConfiguration",
+  "aws:imagebuilder/image:Image",
+  "aws:imagebuilder/imagePipeline:ImagePipeline",
+  "aws:imagebuilder/imageRecipe:ImageRecipe",
+  "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration",
   "aws:kms/key:Key",
   "aws:rds/instance:Instance",
   "aws:rds/parameterGroup:ParameterGroup",
   "aws:rds/subnetGroup:SubnetGroup",
   "aws:route53/record:Record",
+  "aws:s3/bucket:Bucket",
+  "aws:s3/bucketObjectv2:BucketObjectv2",
+  "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
   "aws:secretsmanager/secret:Secret",
   "aws:secretsmanager/secretVersion:SecretVersion",
   "aws:sns/topic:Topic",
@@ -58,6 +68,7 @@ export const EXPECTED_RESOURCE_TYPES = [
   "cgs:infra:ServiceAccountRole",
   "cgs:infra:ServiceQueue",
   "cgs:infra:StreamingFleet",
+  "cgs:infra:StreamingImage",
   "kubernetes:core/v1:Namespace",
   "kubernetes:helm.sh/v3:Release",
   "kubernetes:networking.k8s.io/v1:Ingress",
@@ -123,8 +134,8 @@ export function describeStackInvariants(stack: string, run: () => StackRun): voi
       const dlqs = queues.filter((q) => String(q.inputs.name).endsWith("-dlq"));
       const inbound = queues.filter((q) => !String(q.inputs.name).endsWith("-dlq"));
       expect(inbound.map((q) => q.inputs.name).sort()).toEqual(
-        DEPLOYABLES.filter((d) => d.consumesQueue)
-          .map((d) => `${stack}-cgs-${d.name}`)
+        [...DEPLOYABLES.filter((d) => d.consumesQueue).map((d) => d.name), "host-reports"]
+          .map((n) => `${stack}-cgs-${n}`)
           .sort(),
       );
       for (const q of inbound) {
@@ -174,9 +185,12 @@ export function describeStackInvariants(stack: string, run: () => StackRun): voi
         const statements = inlinePolicyOf(run(), `cgs-${stack}-${d.name}`).flatMap((p) => p.Statement);
         const sqsResources = (verb: string) =>
           statements.filter((s) => s.Action.includes(verb)).flatMap((s) => [s.Resource].flat());
-        expect(sqsResources("sqs:ReceiveMessage")).toEqual(
-          d.consumesQueue ? [expect.stringMatching(new RegExp(`:sqs:.*:${stack}-cgs-${d.name}$`))] : [],
-        );
+        expect(sqsResources("sqs:ReceiveMessage")).toEqual([
+          ...(d.consumesQueue ? [expect.stringMatching(new RegExp(`:sqs:.*:${stack}-cgs-${d.name}$`))] : []),
+          ...(d.managesStreamingInstances
+            ? [expect.stringMatching(new RegExp(`:sqs:.*:${stack}-cgs-host-reports$`))]
+            : []),
+        ]);
         expect(sqsResources("sqs:SendMessage").sort()).toEqual(
           [...d.publishesTo].sort().map((t) => expect.stringMatching(new RegExp(`:${stack}-cgs-${t}$`))),
         );

@@ -130,6 +130,9 @@ export function buildAdapters(config: SessionsConfig, db: SessionsDb, logger?: L
     streamingHost = new SunshineStreamingHost({
       urlTemplate: config.STREAMING_HOST_URL_TEMPLATE,
       credentials,
+      // TODO(lead, #30): look up the fingerprint the session's host agent reported (sessions database). Until then
+      // none is known, so every Sunshine call is refused rather than sent unpinned.
+      fingerprint: async () => undefined,
       timeoutMs: config.INTERNAL_CALL_TIMEOUT_MS,
     });
   } else {

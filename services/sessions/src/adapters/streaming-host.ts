@@ -1,3 +1,7 @@
+import * as https from "node:https";
+import * as net from "node:net";
+import type { Duplex } from "node:stream";
+import * as tls from "node:tls";
 import type { StreamingCredentials } from "../domain/streaming-credentials";
 
 /** The streaming server on a session's instance (Sunshine): readiness and pairing, with that instance's own credentials. */
@@ -11,54 +15,148 @@ export interface StreamingHost {
 /** The session's own streaming-host credentials (undefined when none were issued). */
 export type CredentialLookup = (sessionId: string) => Promise<StreamingCredentials | undefined>;
 
+/**
+ * The SHA-256 fingerprint of the TLS certificate the session's host serves, as its host agent reported it
+ * (hex, with or without colons); undefined while none is known.
+ */
+export type FingerprintLookup = (sessionId: string) => Promise<string | undefined>;
+
 export interface SunshineSettings {
   /** Base URL with `{ip}` in place of the host address, e.g. https://{ip}:47990. */
   urlTemplate: string;
   credentials: CredentialLookup;
+  fingerprint: FingerprintLookup;
   timeoutMs: number;
 }
 
-/** Sunshine's web API over HTTP(S) with basic auth: each instance's own pair, never a shared one. */
-export class SunshineStreamingHost implements StreamingHost {
-  constructor(private readonly settings: SunshineSettings) {}
+/** The host's certificate is not the one pinned for the session, or none is pinned yet: nothing was sent. */
+export class HostIdentityError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "HostIdentityError";
+  }
+}
 
-  private url(hostIp: string, path: string): string {
-    return this.settings.urlTemplate.replace("{ip}", hostIp).replace(/\/+$/, "") + path;
+/** Lower-case hex without separators, or undefined when it is not a SHA-256 fingerprint. */
+export function normalizeFingerprint(value: string | undefined): string | undefined {
+  const hex = value?.replace(/[:\s]/g, "").toLowerCase();
+  return hex && /^[0-9a-f]{64}$/.test(hex) ? hex : undefined;
+}
+
+interface HostReply {
+  status: number;
+  text: string;
+}
+
+/**
+ * Sunshine's web API over HTTPS with basic auth: each instance's own pair, never a shared one. Sunshine serves a
+ * self-signed certificate, so certificate-chain verification is replaced by pinning: the TLS handshake must present
+ * the certificate whose SHA-256 fingerprint the session's host agent reported, checked before a byte of the request
+ * (its credentials) is written. With no fingerprint known the call is refused, never sent unpinned.
+ */
+export class SunshineStreamingHost implements StreamingHost {
+  constructor(private readonly settings: SunshineSettings) {
+    if (!settings.urlTemplate.startsWith("https://")) {
+      throw new Error("STREAMING_HOST_URL_TEMPLATE must be an https:// URL: every Sunshine call is pinned");
+    }
   }
 
-  private async headers(sessionId: string): Promise<Record<string, string>> {
+  private url(hostIp: string, path: string): URL {
+    return new URL(this.settings.urlTemplate.replace("{ip}", hostIp).replace(/\/+$/, "") + path);
+  }
+
+  private async request(
+    hostIp: string,
+    sessionId: string,
+    method: "GET" | "POST",
+    path: string,
+    body?: unknown,
+  ): Promise<HostReply> {
+    const pinned = normalizeFingerprint(await this.settings.fingerprint(sessionId));
+    if (!pinned)
+      throw new HostIdentityError(`no host certificate fingerprint known for session ${sessionId}`);
     const credentials = await this.settings.credentials(sessionId);
     if (!credentials) throw new Error(`no streaming-host credentials for session ${sessionId}`);
+    const url = this.url(hostIp, path);
+    const payload = body === undefined ? undefined : JSON.stringify(body);
     const basic = Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64");
-    return { authorization: `Basic ${basic}`, "content-type": "application/json" };
+    return new Promise<HostReply>((resolve, reject) => {
+      let socket: tls.TLSSocket | undefined;
+      const req = https.request({
+        method,
+        host: url.hostname,
+        port: url.port || 443,
+        path: url.pathname + url.search,
+        headers: {
+          authorization: `Basic ${basic}`,
+          "content-type": "application/json",
+          ...(payload === undefined ? {} : { "content-length": Buffer.byteLength(payload) }),
+        },
+        // No agent: every call opens its own connection and checks the certificate before the request is written.
+        createConnection: (_options: unknown, done: (err: Error | null, stream?: Duplex) => void) => {
+          socket = tls.connect({
+            host: url.hostname,
+            port: Number(url.port || 443),
+            // Chain and name verification give way to the fingerprint comparison below.
+            rejectUnauthorized: false,
+            ...(net.isIP(url.hostname) ? {} : { servername: url.hostname }),
+          });
+          socket.once("secureConnect", () => {
+            const presented = normalizeFingerprint(socket?.getPeerCertificate().fingerprint256);
+            if (presented === pinned) return done(null, socket);
+            socket?.destroy();
+            done(
+              new HostIdentityError(
+                `host ${hostIp} presented a certificate other than the one pinned for session ${sessionId}`,
+              ),
+            );
+          });
+          socket.once("error", (err) => done(err));
+          return undefined;
+        },
+      } as https.RequestOptions);
+      const timer = setTimeout(() => {
+        const err = new Error(`streaming host ${hostIp} did not answer within ${this.settings.timeoutMs} ms`);
+        req.destroy(err);
+        socket?.destroy();
+      }, this.settings.timeoutMs);
+      req.on("response", (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => {
+          clearTimeout(timer);
+          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") });
+        });
+        res.on("error", (err) => {
+          clearTimeout(timer);
+          reject(err);
+        });
+      });
+      req.on("error", (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+      req.end(payload);
+    });
   }
 
   async isReady(hostIp: string, sessionId: string): Promise<boolean> {
     try {
-      const res = await fetch(this.url(hostIp, "/api/apps"), {
-        headers: await this.headers(sessionId),
-        signal: AbortSignal.timeout(this.settings.timeoutMs),
-      });
-      await res.arrayBuffer();
-      return res.ok;
+      const res = await this.request(hostIp, sessionId, "GET", "/api/apps");
+      return res.status >= 200 && res.status < 300;
     } catch {
       return false;
     }
   }
 
   async submitPin(hostIp: string, sessionId: string, pin: string, clientName: string): Promise<void> {
-    const res = await fetch(this.url(hostIp, "/api/pin"), {
-      method: "POST",
-      headers: await this.headers(sessionId),
-      body: JSON.stringify({ pin, name: clientName }),
-      signal: AbortSignal.timeout(this.settings.timeoutMs),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`streaming host answered ${res.status} to /api/pin`);
+    const res = await this.request(hostIp, sessionId, "POST", "/api/pin", { pin, name: clientName });
+    if (res.status < 200 || res.status >= 300)
+      throw new Error(`streaming host answered ${res.status} to /api/pin`);
     // Sunshine answers 200 {"status": "true"|"false"}; "false" means no client is waiting for a PIN.
     let status: unknown;
     try {
-      status = (JSON.parse(text) as { status?: unknown }).status;
+      status = (JSON.parse(res.text) as { status?: unknown }).status;
     } catch {
       status = undefined;
     }

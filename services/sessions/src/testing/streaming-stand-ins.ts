@@ -1,47 +1,5 @@
 import { startJsonServer, type HttpStandIn } from "./http-stand-in";
 
-export interface SunshineStandIn extends HttpStandIn {
-  pins: Array<{ pin: string; name: string }>;
-  /** Requests to refuse (503) before answering, as a host that is still coming up. */
-  refuseNext: number;
-}
-
-/** A Sunshine-shaped web API (POST /api/pin {pin, name}, GET /api/apps) behind basic auth, for the adapter's tests. */
-export async function startSunshineStandIn(options: {
-  username: string;
-  password: string;
-}): Promise<SunshineStandIn> {
-  const expected = `Basic ${Buffer.from(`${options.username}:${options.password}`).toString("base64")}`;
-  const pins: Array<{ pin: string; name: string }> = [];
-  const state = { refuseNext: 0 };
-  const server = await startJsonServer((req) => {
-    if (state.refuseNext > 0) {
-      state.refuseNext -= 1;
-      return { status: 503, body: { error: "starting" } };
-    }
-    if (req.headers.authorization !== expected) return { status: 401, body: { error: "Unauthorized" } };
-    if (req.method === "GET" && req.path === "/api/apps") return { status: 200, body: { apps: [] } };
-    if (req.method === "POST" && req.path === "/api/pin") {
-      const body = req.body as { pin?: unknown; name?: unknown };
-      if (typeof body.pin !== "string" || !/^\d{4}$/.test(body.pin))
-        return { status: 400, body: { status: "false" } };
-      pins.push({ pin: body.pin, name: String(body.name ?? "") });
-      return { status: 200, body: { status: "true" } };
-    }
-    return { status: 404, body: { error: "Not Found" } };
-  });
-  return {
-    ...server,
-    pins,
-    get refuseNext() {
-      return state.refuseNext;
-    },
-    set refuseNext(n: number) {
-      state.refuseNext = n;
-    },
-  };
-}
-
 export interface TailscaleStandIn extends HttpStandIn {
   keys: Array<{ tailnet: string; body: unknown }>;
   /** The tailnet policy file (JSON) as last saved. */
