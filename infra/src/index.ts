@@ -16,7 +16,7 @@ import { ServiceQueue } from "./components/service-queue";
 import { StreamingFleet } from "./components/streaming-fleet";
 import { StreamingImage } from "./components/streaming-image";
 import { STREAMING_IMAGE_DIR, hostAgentArtifacts } from "./streaming-image-sources";
-import { tailnetPolicy } from "@cgs/shared";
+import { hostReportQueueName, tailnetPolicy } from "@cgs/shared";
 import { loadPlatformConfig } from "./config";
 import {
   NAMESPACE,
@@ -96,7 +96,7 @@ const queues = Object.fromEntries(
 ) as Partial<Record<DeployableName, ServiceQueue>>;
 
 // Reports from the host agents on the streaming instances; the sessions service consumes them.
-const hostReportsQueueName = `${queuePrefix}cgs-host-reports`;
+const hostReportsQueueName = `${queuePrefix}${hostReportQueueName}`;
 const hostReports = new ServiceQueue("queue-host-reports", {
   queueName: hostReportsQueueName,
   ...cfg.queues,
@@ -275,7 +275,6 @@ const platform = new PlatformRelease("platform", {
             availabilityZone: cfg.availabilityZones[0] as string,
             tagPrefix,
             tailscaleTailnet: cfg.streaming.tailscaleTailnet,
-            hostReportsQueueUrl: hostReports.url,
           },
           keycloakAdminClientId: cfg.keycloakAdminClientId,
           mailFrom: cfg.mailFrom,

@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import { serviceQueueNames } from "@cgs/shared";
+import { hostReportQueueName, serviceQueueNames } from "@cgs/shared";
 import type { WorkloadConfig } from "./config";
 import {
   DEPLOYABLES,
@@ -44,8 +44,6 @@ export interface EnvironmentContext {
     availabilityZone: string;
     tagPrefix: string;
     tailscaleTailnet: string;
-    /** The queue the streaming hosts' agents report to; the sessions service consumes it. */
-    hostReportsQueueUrl: pulumi.Input<string>;
   };
   keycloakAdminClientId: string;
   mailFrom: string;
@@ -82,7 +80,8 @@ export function serviceEnvironment(
       STREAMING_HOST: "sunshine",
       PRIVATE_NETWORK: "tailscale",
       TAILSCALE_TAILNET: ctx.streaming.tailscaleTailnet,
-      HOST_REPORTS_QUEUE_URL: ctx.streaming.hostReportsQueueUrl,
+      // The service finds the queue as QUEUE_NAME_PREFIX + this name, like its own inbound queue.
+      HOST_REPORT_QUEUE_NAME: hostReportQueueName,
     });
   }
   if (d.secrets.stripe) env.PAYMENT_PROVIDER = "stripe";

@@ -245,9 +245,8 @@ describe("the streaming instances' rights", () => {
     );
     expect(reports?.Action).not.toContain("sqs:SendMessage");
     expect(reports?.Resource).toEqual(["arn:aws:sqs:eu-west-1:123456789012:prod-cgs-host-reports"]);
-    expect(platformValues(run).services.sessions?.env.HOST_REPORTS_QUEUE_URL).toBe(
-      "https://sqs.eu-west-1.amazonaws.com/123456789012/prod-cgs-host-reports",
-    );
+    const env = platformValues(run).services.sessions?.env ?? {};
+    expect(`${env.QUEUE_NAME_PREFIX}${env.HOST_REPORT_QUEUE_NAME}`).toBe("prod-cgs-host-reports");
     expect(run.outputs.hostReportsQueueUrl).toBe(
       "https://sqs.eu-west-1.amazonaws.com/123456789012/prod-cgs-host-reports",
     );

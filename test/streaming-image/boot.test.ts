@@ -5,7 +5,23 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { createInterface } from "node:readline";
 import type { TLSSocket } from "node:tls";
+import * as net from "node:net";
+import { randomBytes } from "node:crypto";
 import { parse } from "yaml";
+import type { SQSClient } from "@aws-sdk/client-sqs";
+import {
+  hasValidSignature,
+  normalizeFingerprint,
+  parseSignedHostReport,
+  type HostReport,
+} from "@cgs/host-agent";
+import {
+  createTestQueue,
+  createTestSqsClient,
+  drainQueue,
+  waitUntil,
+  type TestQueue,
+} from "@cgs/shared/testing/queue";
 import { streamingUserData } from "../../services/sessions/src/adapters/ec2-cloud-provider";
 import { SunshineStreamingHost } from "../../services/sessions/src/adapters/streaming-host";
 
@@ -15,9 +31,9 @@ import { SunshineStreamingHost } from "../../services/sessions/src/adapters/stre
  * point), in a network namespace of their own, from the exact user data the sessions service's
  * streamingUserData produces. The account volume is a real loop device that the boot formats and mounts, found
  * like an EBS volume by its /dev/disk/by-id name. Systemd cannot run here, so unit-runner.mjs starts the units in
- * systemd's order. Stand-ins, each saying why in its header: Sunshine (not installable here), the tailscale CLI
- * (the real join is tested with tailscaled and Headscale elsewhere), Xorg (Xvfb, no GPU here) and, until its
- * workspace lands, the host agent.
+ * systemd's order. The host agent is the real bundle with its own unit, reporting over a veth to SQS on moto.
+ * Stand-ins, each saying why in its header: Sunshine (not installable here), the tailscale CLI (the real join is
+ * tested with tailscaled and Headscale elsewhere) and Xorg (Xvfb, no GPU here).
  */
 
 const REPO = path.resolve(__dirname, "..", "..");
@@ -28,6 +44,9 @@ const EBS = "nvme-Amazon_Elastic_Block_Store_";
 const ROOT_VOLUME_ID = "vol0aaaaaaaaaaaaaaaa";
 const ACCOUNT_VOLUME_ID = "vol0bbbbbbbbbbbbbbbb";
 const SESSION = "5b0c8a2e-0000-4000-8000-0000000000b0";
+const INSTANCE = "i-0b00t000000000000";
+const AGENT_KEY = randomBytes(32);
+const HOST_AGENT = path.join(REPO, "host-agent");
 
 const run = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: "utf8" }).trim();
 
@@ -40,6 +59,10 @@ let volumeLoop: string;
 let rootLoop: string;
 let display: number;
 let metadataService: ChildProcess | undefined;
+let sqs: SQSClient;
+let sqsForwarder: net.Server;
+let sqsEndpoint: string;
+let agentBundle: string;
 
 const METADATA_SERVER = `require("node:http").createServer((q, r) => r.end("ami-id")).listen(80, "169.254.169.254")`;
 const METADATA_PROBE = `require("node:net").connect(80, "169.254.169.254")
@@ -94,7 +117,32 @@ beforeAll(() => {
   });
 });
 
+beforeAll(async () => {
+  // The real host agent, bundled as the image installs it.
+  const { bundleHostAgent } = (await import(path.join(HOST_AGENT, "scripts", "bundle.mjs"))) as {
+    bundleHostAgent(out: string): Promise<string>;
+  };
+  agentBundle = await bundleHostAgent(path.join(tmp, "cgs-host-agent.cjs"));
+  // SQS on moto, reached from inside the namespace over the veth: moto listens on loopback only, so a plain TCP
+  // hop on the host side of the veth forwards to it.
+  process.env.AWS_ACCESS_KEY_ID ||= "test";
+  process.env.AWS_SECRET_ACCESS_KEY ||= "test";
+  sqs = createTestSqsClient();
+  const moto = new URL(process.env.SQS_ENDPOINT || "http://127.0.0.1:5000");
+  sqsForwarder = net.createServer((client) => {
+    const upstream = net.connect(Number(moto.port), moto.hostname);
+    client.pipe(upstream).pipe(client);
+    const drop = () => (client.destroy(), upstream.destroy());
+    client.on("error", drop);
+    upstream.on("error", drop);
+  });
+  await new Promise<void>((resolve) => sqsForwarder.listen(0, hostIp, resolve));
+  sqsEndpoint = `http://${hostIp}:${(sqsForwarder.address() as net.AddressInfo).port}`;
+}, 60_000);
+
 afterAll(() => {
+  sqsForwarder?.close();
+  sqs?.destroy();
   metadataService?.kill();
   for (const loop of [volumeLoop, rootLoop]) if (loop) execFileSync("losetup", ["-d", loop]);
   if (netns) execFileSync("ip", ["netns", "del", netns]);
@@ -114,7 +162,8 @@ interface Boot {
   events: () => string[];
   output: () => string;
   tailscale: string;
-  agentReport: () => { fingerprint: string; display: string; xauthority: boolean };
+  /** The first report the agent delivered to the session's queue, signature checked. */
+  agentReport: () => Promise<HostReport>;
   stop: () => Promise<void>;
 }
 
@@ -148,9 +197,22 @@ async function boot(name: string, options: BootOptions): Promise<Boot> {
   if (options.failJoin) fs.writeFileSync(path.join(tailscale, "fail"), "");
 
   // cloud-init: the user data the sessions service sends, applied as write_files would, and the copies it keeps.
-  const userData = Buffer.from(streamingUserData(options.credentials, options.key), "base64").toString(
-    "utf8",
-  );
+  const queue: TestQueue = await createTestQueue(sqs, `boot-${name}`);
+  const userData = Buffer.from(
+    streamingUserData({
+      accountId: "acct-boot",
+      sessionId: SESSION,
+      availabilityZone: "eu-west-1a",
+      streamingCredentials: options.credentials,
+      privateNetworkKey: options.key,
+      hostAgent: {
+        key: AGENT_KEY.toString("base64url"),
+        reportQueueUrl: queue.queueUrl,
+        region: "us-east-1",
+      },
+    }),
+    "base64",
+  ).toString("utf8");
   const cloudConfig = parse(userData) as {
     write_files: { path: string; permissions: string; content: string }[];
   };
@@ -176,16 +238,9 @@ async function boot(name: string, options: BootOptions): Promise<Boot> {
   fs.symlinkSync(path.join(ROOTFS, "opt/cgs/bin"), path.join(root, "opt/cgs/bin"));
   fs.symlinkSync(path.join(ROOTFS, "opt/cgs/share"), path.join(root, "opt/cgs/share"));
   fs.mkdirSync(path.join(root, "opt/cgs/host-agent"));
-  // ---- LEAD: the real host agent is started here. ---------------------------------------------------------------
-  // When the host-agent workspace builds host-agent/dist/bundle/cgs-host-agent.cjs and ships
-  // host-agent/packaging/cgs-host-agent.service, copy that bundle here and use that unit below instead of the two
-  // stand-ins (and give agent.env a CGS_REPORT_QUEUE_URL on moto's SQS to check its first report).
-  fs.copyFileSync(
-    path.join(STAND_INS, "cgs-host-agent.cjs"),
-    path.join(root, "opt/cgs/host-agent/cgs-host-agent.cjs"),
-  );
-  const agentUnit = fs.readFileSync(path.join(STAND_INS, "cgs-host-agent.service"), "utf8");
-  // ------------------------------------------------------------------------------------------------------------------
+  // The real host agent: its bundle and its own unit, with the image's drop-in.
+  fs.copyFileSync(agentBundle, path.join(root, "opt/cgs/host-agent/cgs-host-agent.cjs"));
+  const agentUnit = fs.readFileSync(path.join(HOST_AGENT, "packaging", "cgs-host-agent.service"), "utf8");
 
   const unit = (file: string) => fs.readFileSync(path.join(UNITS, file), "utf8");
   const spec = {
@@ -206,8 +261,9 @@ async function boot(name: string, options: BootOptions): Promise<Boot> {
       ["DISPLAY=:0", `DISPLAY=:${display}`],
       ...["/etc/cgs", "/run/cgs", "/var/lib/cgs", "/opt/cgs"].map((p) => [p, path.join(root, p)]),
     ],
-    users: { sunshine: "nobody" },
-    groups: { sunshine: "nogroup" },
+    // The image's cgs-agent user (and its display group) do not exist here: the agent runs as root in the test.
+    users: { sunshine: "nobody", "cgs-agent": "root" },
+    groups: { sunshine: "nogroup", "cgs-agent": "root" },
     env: {
       PATH: `${path.join(tmp, "bin")}:${path.dirname(process.execPath)}:${process.env.PATH}`,
       CGS_ROOT: root,
@@ -221,8 +277,13 @@ async function boot(name: string, options: BootOptions): Promise<Boot> {
       CGS_NETWORK_WAIT_SECONDS: "5",
       CGS_JOIN_ATTEMPTS: "2",
       CGS_STANDIN_TAILSCALE_DIR: tailscale,
-      CGS_STANDIN_AGENT_REPORT: path.join(dir, "agent-report.json"),
       EVENTS: events,
+      // Only what differs from EC2: moto for SQS, the instance id IMDS would give, a quicker first look.
+      AWS_ENDPOINT_URL: sqsEndpoint,
+      AWS_ACCESS_KEY_ID: "test",
+      AWS_SECRET_ACCESS_KEY: "test",
+      CGS_INSTANCE_ID: INSTANCE,
+      CGS_SAMPLE_INTERVAL_MS: "200",
     },
     events,
   };
@@ -255,10 +316,26 @@ async function boot(name: string, options: BootOptions): Promise<Boot> {
     events: () => fs.readFileSync(events, "utf8").trim().split("\n"),
     output: () => fs.readFileSync(events.replace(/\.log$/, ".output"), "utf8"),
     tailscale,
-    agentReport: () => JSON.parse(fs.readFileSync(path.join(dir, "agent-report.json"), "utf8")),
+    agentReport: async () => {
+      const [message] = await waitUntil(
+        async () => {
+          const got = await drainQueue(sqs, queue.queueUrl, { waitTimeSeconds: 1 });
+          return got.length > 0 ? got : undefined;
+        },
+        {
+          timeoutMs: 20_000,
+          description: `the agent's first report (${fs.readFileSync(events.replace(/\.log$/, ".output"), "utf8")})`,
+        },
+      );
+      const parsed = parseSignedHostReport(message!.Body ?? "");
+      if (!parsed.ok) throw new Error(parsed.problem);
+      expect(hasValidSignature(parsed.signed, AGENT_KEY)).toBe(true);
+      return parsed.signed.report;
+    },
     stop: async () => {
       runner.stdin!.end();
       await exited;
+      await queue.remove();
     },
   };
   running.push(booted);
@@ -303,7 +380,8 @@ function pinnedGet(
       },
       (res) => {
         const presented = (res.socket as TLSSocket).getPeerCertificate().fingerprint256;
-        if (presented !== fingerprint) return reject(new Error(`host presented ${presented}`));
+        if (normalizeFingerprint(presented) !== normalizeFingerprint(fingerprint))
+          return reject(new Error(`host presented ${presented}`));
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("end", () => resolve(JSON.parse(Buffer.concat(chunks).toString("utf8"))));
@@ -330,7 +408,7 @@ describe("streaming host boot (a real namespace, loop-device volume, the image's
       "cgs-display.service": "active",
     });
     await eventually(b, "sunshine listening");
-    await eventually(b, /^agent started /);
+    const report = await b.agentReport();
     const events = b.events();
     const at = (line: string) => events.findIndex((e) => e === line || e.startsWith(line));
     // Credentials applied, then the join, and only then Sunshine; the agent after Sunshine and its certificate.
@@ -360,13 +438,18 @@ describe("streaming host boot (a real namespace, loop-device volume, the image's
         exists: false,
       });
     }
-    // The instance's own credentials stay for the agent; nothing else in /etc/cgs.
-    expect(fs.readdirSync(path.join(b.root, "etc/cgs"))).toEqual(["sunshine-credentials.env"]);
+    // The instance's own credentials and the agent's session stay for the agent; nothing else in /etc/cgs.
+    expect(fs.readdirSync(path.join(b.root, "etc/cgs")).sort()).toEqual([
+      "agent.env",
+      "sunshine-credentials.env",
+    ]);
 
-    // The agent found the certificate Sunshine serves and the display; the sessions service pins what it reports.
-    const report = b.agentReport();
-    expect(report).toMatchObject({ display: `:${display}`, xauthority: true });
-    firstFingerprint = report.fingerprint;
+    // The agent speaks for this instance and session, read the display (its cookie opened it: an input time) and
+    // the certificate Sunshine serves; the sessions service pins what it reports.
+    expect(report).toMatchObject({ sessionId: SESSION, instanceId: INSTANCE, sunshineAnswers: true });
+    expect(report.lastInputAt).not.toBeNull();
+    expect(report.certSha256).toMatch(/^[0-9a-f]{64}$/);
+    firstFingerprint = report.certSha256!;
     const host = sunshineAt(firstCredentials, firstFingerprint);
     expect(await host.isReady(nsIp, SESSION)).toBe(true);
     expect(
@@ -384,10 +467,9 @@ describe("streaming host boot (a real namespace, loop-device volume, the image's
     const b = await boot("second", { credentials: secondCredentials, key: KEY_TWO });
     expect(Object.values(b.states)).toEqual(["active", "active", "active", "active"]);
     await eventually(b, "sunshine listening");
-    await eventually(b, /^agent started /);
+    expect((await b.agentReport()).certSha256).toBe(firstFingerprint);
     expect(b.output()).not.toContain("formatting the new account volume");
     expect(b.output()).not.toContain("no TLS identity on the volume");
-    expect(b.agentReport().fingerprint).toBe(firstFingerprint);
     // New instance, new credentials: the previous session's pair no longer opens the API.
     expect(await sunshineAt(secondCredentials, firstFingerprint).isReady(nsIp, SESSION)).toBe(true);
     expect(await sunshineAt(firstCredentials, firstFingerprint).isReady(nsIp, SESSION)).toBe(false);

@@ -35,7 +35,12 @@ import { SimulatedStreamingHost, SunshineStreamingHost, type StreamingHost } fro
 import { createApp, type SessionsAppDeps, type SessionsContext } from "./app";
 import type { SessionsConfig } from "./config";
 import type * as schema from "./data/schema";
-import { countActiveSessionsByState, hostReportAges, type SessionsDb } from "./data/session-repository";
+import {
+  countActiveSessionsByState,
+  findSession,
+  hostReportAges,
+  type SessionsDb,
+} from "./data/session-repository";
 import { activeStates } from "./data/session-tables";
 import { StreamingCredentialRepository } from "./data/streaming-credential-repository";
 import { sessionEventHandlers } from "./events/session-event-handlers";
@@ -130,9 +135,9 @@ export function buildAdapters(config: SessionsConfig, db: SessionsDb, logger?: L
     streamingHost = new SunshineStreamingHost({
       urlTemplate: config.STREAMING_HOST_URL_TEMPLATE,
       credentials,
-      // TODO(lead, #30): look up the fingerprint the session's host agent reported (sessions database). Until then
-      // none is known, so every Sunshine call is refused rather than sent unpinned.
-      fingerprint: async () => undefined,
+      // Pinned to what the session's own host agent reported first (signed with the session's key); until it has
+      // reported, every Sunshine call is refused rather than sent unpinned.
+      fingerprint: async (sessionId) => (await findSession(db, sessionId))?.hostCertSha256 ?? undefined,
       timeoutMs: config.INTERNAL_CALL_TIMEOUT_MS,
     });
   } else {

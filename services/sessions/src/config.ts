@@ -1,4 +1,13 @@
-import { commonServiceEnv, databaseEnv, envBoolean, envInt, envList, envUrl, queueEnv } from "@cgs/shared";
+import {
+  commonServiceEnv,
+  databaseEnv,
+  envBoolean,
+  envInt,
+  envList,
+  envUrl,
+  hostReportQueueName,
+  queueEnv,
+} from "@cgs/shared";
 import { z } from "zod";
 
 const DEV_PIN_SECRET = "local-development-pin-secret-change-me";
@@ -49,7 +58,7 @@ export const sessionsConfigSchema = z
     HOST_REPORT_QUEUE_NAME: z
       .string()
       .min(1)
-      .default("cgs-host-reports")
+      .default(hostReportQueueName)
       .describe("SQS queue the streaming hosts' agents report to (its DLQ is <name>-dlq)"),
     HOST_REPORT_STALE_MS: envInt(90_000, 1).describe(
       "A ready session whose host agent has not reported for this long is warned about, in ms",

@@ -46,6 +46,9 @@ export const serviceQueueNames = {
 
 export type QueueOwner = keyof typeof serviceQueueNames;
 
+/** The queue streaming hosts' agents send their reports to; sessions drains it (infra adds the prefix). */
+export const hostReportQueueName = "cgs-host-reports";
+
 /** Which service publishes each event type (from its outbox). */
 export const eventPublishers: Record<EventType, QueueOwner> = {
   "session.started": "sessions",
