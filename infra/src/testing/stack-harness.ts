@@ -18,6 +18,8 @@ export interface RecordedResource {
 export interface StackRun {
   resources: RecordedResource[];
   outputs: Record<string, unknown>;
+  /** Names of the outputs Pulumi keeps encrypted in state and masks in `pulumi stack output`. */
+  secretOutputs: string[];
 }
 
 /** Values for the secret keys, which are never committed in clear text. */
@@ -73,6 +75,8 @@ function computedState(type: string, name: string, inputs: Record<string, unknow
       };
     case "aws:elasticache/replicationGroup:ReplicationGroup":
       return { primaryEndpointAddress: `master.${str(inputs.replicationGroupId)}.cache.amazonaws.com` };
+    case "aws:sns/topic:Topic":
+      return { arn: arn("sns", str(inputs.name)) };
     case "aws:ecr/repository:Repository":
       return { repositoryUrl: `${ACCOUNT_ID}.dkr.ecr.${region}.amazonaws.com/${str(inputs.name)}` };
     case "aws:secretsmanager/secret:Secret":
@@ -172,11 +176,15 @@ export async function runStack(stack: string): Promise<StackRun> {
 
   const program = jest.requireActual<Record<string, unknown>>("../index");
   const outputs: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(program)) outputs[name] = await resolveDeep(name, value);
+  const secretOutputs: string[] = [];
+  for (const [name, value] of Object.entries(program)) {
+    outputs[name] = await resolveDeep(name, value);
+    if (await pulumi.isSecret(pulumi.output(value))) secretOutputs.push(name);
+  }
   // Resources no export depends on (lifecycle policies, add-ons) may still be registering.
   const settings = jest.requireActual<{ waitForRPCs(): Promise<void> }>("@pulumi/pulumi/runtime/settings");
   await settings.waitForRPCs();
-  return { resources, outputs };
+  return { resources, outputs, secretOutputs };
 }
 
 export function ofType(run: StackRun, type: string): RecordedResource[] {
