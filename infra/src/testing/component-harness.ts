@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import { readStackConfig, TEST_SECRETS, type RecordedResource } from "./stack-harness";
+import { computedState, readStackConfig, TEST_SECRETS, type RecordedResource } from "./stack-harness";
 
 /** Test support: builds one component alone under Pulumi mocks, from the staging stack's values. */
 
@@ -9,8 +9,12 @@ export async function mockResources(): Promise<RecordedResource[]> {
   await pulumi.runtime.setMocks(
     {
       newResource(args) {
-        resources.push({ type: args.type, name: args.name, inputs: args.inputs as Record<string, unknown> });
-        return { id: `${args.name}-id`, state: args.inputs };
+        const inputs = args.inputs as Record<string, unknown>;
+        resources.push({ type: args.type, name: args.name, inputs });
+        return {
+          id: `${args.name}-id`,
+          state: { ...inputs, ...computedState(args.type, args.name, inputs, "eu-west-1") },
+        };
       },
       call: (args) => args.inputs,
     },
@@ -25,7 +29,8 @@ export async function mockResources(): Promise<RecordedResource[]> {
 export function stagingValue<T>(key: string): T {
   const value = readStackConfig("staging")[`cgs:${key}`];
   if (value === undefined) throw new Error(`Pulumi.staging.yaml has no cgs:${key}`);
-  return structuredClone(value) as T;
+  // Not structuredClone: its arrays belong to another realm than jest's, and Pulumi would send them as objects.
+  return JSON.parse(JSON.stringify(value)) as T;
 }
 
 /** Sets the whole stack configuration: staging's, with `overrides` on top (undefined removes a key). */
@@ -36,4 +41,10 @@ export function useStagingConfigWith(overrides: Record<string, unknown>): void {
     if (v !== undefined) all[k] = typeof v === "string" ? v : JSON.stringify(v);
   }
   pulumi.runtime.setAllConfig(all, Object.keys(TEST_SECRETS));
+}
+
+/** Waits until every resource created so far has been registered (registration runs asynchronously). */
+export async function settled(): Promise<void> {
+  const settings = jest.requireActual<{ waitForRPCs(): Promise<void> }>("@pulumi/pulumi/runtime/settings");
+  await settings.waitForRPCs();
 }

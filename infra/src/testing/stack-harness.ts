@@ -43,7 +43,7 @@ function str(v: unknown): string {
 }
 
 /** Outputs the AWS/Kubernetes providers would compute, so the program's apply() chains resolve. */
-function computedState(type: string, name: string, inputs: Record<string, unknown>, region: string) {
+export function computedState(type: string, name: string, inputs: Record<string, unknown>, region: string) {
   const arn = (service: string, resource: string) => `arn:aws:${service}:${region}:${ACCOUNT_ID}:${resource}`;
   switch (type) {
     case "aws:eks/cluster:Cluster":
