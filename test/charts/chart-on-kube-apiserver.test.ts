@@ -35,17 +35,19 @@ interface HelmRun {
   hookJobs: string[];
 }
 
-/** Runs helm against the cluster; helm's hook Jobs are completed meanwhile (see completeJobs). */
+const RUNS_HOOKS = new Set(["install", "upgrade", "rollback"]);
+
+/** Runs helm against the cluster; while it may wait for hooks, their Jobs are completed (see completeJobs). */
 async function runHelm(args: string[]): Promise<HelmRun> {
-  const jobs = completeJobs(cluster, NAMESPACE);
+  const jobs = RUNS_HOOKS.has(args[0]!) ? completeJobs(cluster, NAMESPACE) : undefined;
   const child = spawn(helm(), [...args, "--namespace", NAMESPACE], { env: cluster.helmEnv });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (d) => (stdout += d));
   child.stderr.on("data", (d) => (stderr += d));
   const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
-  await jobs.stop();
-  return { code, stdout, stderr, hookJobs: [...jobs.completed] };
+  await jobs?.stop();
+  return { code, stdout, stderr, hookJobs: [...(jobs?.completed ?? [])] };
 }
 
 async function helmOk(args: string[]): Promise<HelmRun> {
