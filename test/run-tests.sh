@@ -9,6 +9,8 @@ bash test/peers/up.sh postgres redis moto stripe-mock keycloak mailpit
 bash test/peers/chromium.sh
 bash test/peers/debian-tools.sh
 bash test/peers/helm.sh >/dev/null
+# etcd (Debian) and a kube-apiserver built from Go modules, for the chart test on a real API server (cold: ~5-16 min).
+bash test/peers/kube-apiserver.sh >/dev/null
 # promtool (alert unit tests) comes with Debian's prometheus; the platform's observability test starts
 # Prometheus and Zipkin itself, on its own ports, from these installs.
 bash test/peers/peer.sh prometheus install

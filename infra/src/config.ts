@@ -1,4 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
+import { cpuCores, fail, HOST_NAME, integerIn, matching, memoryBytes, unique } from "./config-checks";
 import { DEPLOYABLES, type DeployableName } from "./service-catalog";
 import { GPU_FAMILIES, gpuFamilyOf } from "./streaming-image-versions";
 
@@ -144,10 +145,6 @@ export const SECRET_CONFIG_KEYS = [
   "tailscaleApiKey",
 ] as const;
 
-function fail(message: string): never {
-  throw new Error(`invalid stack configuration: ${message}`);
-}
-
 function validate(c: Omit<PlatformConfig, "secrets">): void {
   if (c.availabilityZones.length < 2) fail("cgs:availabilityZones needs at least two zones");
   if (c.nodeGroups.length === 0) fail("cgs:nodeGroups needs at least one node group");
@@ -173,6 +170,61 @@ function validate(c: Omit<PlatformConfig, "secrets">): void {
   const known = new Set<string>(DEPLOYABLES.map((d) => d.name));
   for (const name of Object.keys(c.extraEnv)) {
     if (!known.has(name)) fail(`cgs:extraEnv.${name} names no deployable`);
+  }
+  validateStackWide(c);
+}
+
+/** What no single component sees: names derived from the environment, the zones' region, the workloads' sizing. */
+function validateStackWide(c: Omit<PlatformConfig, "secrets">): void {
+  // Becomes cgs-<environment>: ElastiCache ids stop at 40 characters, IAM role names at 64, ECR names are lowercase.
+  matching(
+    "cgs:environment",
+    c.environment,
+    /^[a-z][a-z0-9-]{0,19}$/,
+    "a lowercase name of at most 20 characters",
+  );
+  matching("aws:region", c.region, /^[a-z]{2}(-[a-z]+)+-\d$/, "an AWS region such as eu-west-1");
+  for (const zone of c.availabilityZones) {
+    if (typeof zone !== "string" || !new RegExp(`^${c.region}[a-z]$`).test(zone)) {
+      fail(`cgs:availabilityZones: ${JSON.stringify(zone)} is not a zone of aws:region ${c.region}`);
+    }
+  }
+  unique("cgs:availabilityZones", c.availabilityZones);
+
+  const w = c.workloads;
+  const floors = Object.values(w.replicas);
+  integerIn("cgs:workloads.maxReplicas", w.maxReplicas, Math.max(...floors), 100);
+  integerIn("cgs:workloads.targetCpuPercent", w.targetCpuPercent, 1, 100);
+  if (
+    cpuCores("cgs:workloads.requests.cpu", w.requests?.cpu) >
+    cpuCores("cgs:workloads.limits.cpu", w.limits?.cpu)
+  ) {
+    fail(`cgs:workloads.requests.cpu ${w.requests.cpu} is above cgs:workloads.limits.cpu ${w.limits.cpu}`);
+  }
+  const memory = ["cgs:workloads.requests.memory", "cgs:workloads.limits.memory"] as const;
+  if (memoryBytes(memory[0], w.requests?.memory) > memoryBytes(memory[1], w.limits?.memory)) {
+    fail(`${memory[0]} ${w.requests.memory} is above ${memory[1]} ${w.limits.memory}`);
+  }
+
+  // Images are pushed once per tag: the repositories' tags are immutable.
+  matching(
+    "cgs:imageTag",
+    c.imageTag,
+    /^(?!latest$)[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/,
+    "an image tag other than latest",
+  );
+  matching("cgs:domain", c.domain, HOST_NAME, "a lowercase host name such as play.example.com");
+  matching("cgs:route53ZoneId", c.route53ZoneId, /^Z[A-Z0-9]{1,32}$/, "a Route 53 hosted zone id (Z...)");
+  matching("cgs:oidcIssuer", c.oidcIssuer, /^https:\/\/[^\s/]+(\/\S*)?$/, "an https URL");
+  matching("cgs:oidcAudience", c.oidcAudience, /^\S+$/, "a non-empty audience");
+  matching("cgs:keycloakAdminClientId", c.keycloakAdminClientId, /^\S+$/, "a non-empty client id");
+  matching("cgs:mailFrom", c.mailFrom, /^[^\s@]+@[^\s@]+\.[^\s@]+$/, "an e-mail address");
+  for (const [name, env] of Object.entries(c.extraEnv)) {
+    for (const [variable, value] of Object.entries(env ?? {})) {
+      matching(`cgs:extraEnv.${name}`, variable, /^[A-Z_][A-Z0-9_]*$/, "keyed by environment variable names");
+      // YAML reads 10 as a number; a process reads only strings, so say so here instead of coercing silently.
+      if (typeof value !== "string") fail(`cgs:extraEnv.${name}.${variable} must be a quoted string`);
+    }
   }
 }
 

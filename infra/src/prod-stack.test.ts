@@ -1,6 +1,7 @@
 import { DEPLOYABLES } from "./service-catalog";
 import { runStack, ofType, type StackRun } from "./testing/stack-harness";
 import { describeStackInvariants, platformValues } from "./testing/stack-invariants";
+import { describeStackOutputs } from "./testing/stack-outputs";
 
 let run: StackRun;
 beforeAll(async () => {
@@ -8,6 +9,7 @@ beforeAll(async () => {
 }, 120_000);
 
 describeStackInvariants("prod", () => run);
+describeStackOutputs("prod", () => run);
 
 describe("stack prod: production guarantees", () => {
   it("when prod runs, then the database is Multi-AZ, encrypted, backed up and protected from deletion", () => {

@@ -1,5 +1,6 @@
 import { runStack, ofType, type StackRun } from "./testing/stack-harness";
 import { describeStackInvariants, platformValues } from "./testing/stack-invariants";
+import { describeStackOutputs } from "./testing/stack-outputs";
 
 let run: StackRun;
 beforeAll(async () => {
@@ -7,6 +8,7 @@ beforeAll(async () => {
 }, 120_000);
 
 describeStackInvariants("staging", () => run);
+describeStackOutputs("staging", () => run);
 
 describe("stack staging: sized small through its config", () => {
   it("when staging runs, then it shares one NAT gateway and a single-AZ database", () => {

@@ -1,6 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
+import { matching } from "../config-checks";
 
 export interface AppSecretsArgs {
   prefix: string;
@@ -27,6 +28,15 @@ export class AppSecrets extends pulumi.ComponentResource {
 
   constructor(name: string, args: AppSecretsArgs, opts?: pulumi.ComponentResourceOptions) {
     super("cgs:infra:AppSecrets", name, {}, opts);
+    matching(
+      "secret name prefix",
+      args.prefix,
+      /^[A-Za-z0-9/_+=.@-]{1,400}$/,
+      "a Secrets Manager name prefix",
+    );
+    if (typeof args.keycloakAdminClientId === "string") {
+      matching("cgs:keycloakAdminClientId", args.keycloakAdminClientId, /^\S+$/, "a non-empty client id");
+    }
     const entry = (key: string, description: string, value: Record<string, pulumi.Input<string>>) => {
       const secret = new aws.secretsmanager.Secret(
         `${name}-${key}`,

@@ -1,5 +1,6 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import { matching } from "../config-checks";
 import type { PolicyStatementArgs } from "../iam-policy";
 import { ServiceAccountRole } from "./service-account-role";
 
@@ -159,6 +160,8 @@ export class ClusterAddons extends pulumi.ComponentResource {
 
   constructor(name: string, args: ClusterAddonsArgs, opts?: pulumi.ComponentResourceOptions) {
     super("cgs:infra:ClusterAddons", name, {}, opts);
+    // The controllers' policies are scoped to ARNs in this region.
+    matching("aws:region", args.region, /^[a-z]{2}(-[a-z]+)+-\d$/, "an AWS region such as eu-west-1");
     const k8sOpts = { parent: this, provider: args.provider };
     const namespace = "kube-system";
     const lbcServiceAccount = "aws-load-balancer-controller";

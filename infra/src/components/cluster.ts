@@ -2,6 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { NodeGroupConfig } from "../config";
+import { DNS_LABEL, fail, integerIn, matching, nonEmptyList, oneOf, unique } from "../config-checks";
 import { servicePrincipalTrustPolicy } from "../iam-policy";
 
 export interface ClusterArgs {
@@ -21,6 +22,40 @@ const NODE_POLICIES = [
   "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
 ];
 
+function validateCluster(args: ClusterArgs): void {
+  matching(
+    "cgs:kubernetesVersion",
+    args.kubernetesVersion,
+    /^1\.\d{2}$/,
+    'an EKS minor version such as "1.35"',
+  );
+  nonEmptyList("cgs:nodeGroups", args.nodeGroups);
+  unique(
+    "cgs:nodeGroups[].name",
+    args.nodeGroups.map((g) => g.name),
+  );
+  for (const g of args.nodeGroups) {
+    const key = `cgs:nodeGroups[${JSON.stringify(g.name)}]`;
+    matching(`${key}.name`, g.name, DNS_LABEL, "a lowercase DNS label");
+    for (const t of nonEmptyList<string>(`${key}.instanceTypes`, g.instanceTypes)) {
+      matching(
+        `${key}.instanceTypes`,
+        t,
+        /^[a-z][a-z0-9-]*\.[a-z0-9]+$/,
+        "EC2 instance types such as t3.large",
+      );
+    }
+    oneOf(`${key}.capacityType`, g.capacityType, ["ON_DEMAND", "SPOT"] as const);
+    integerIn(`${key}.minSize`, g.minSize, 0);
+    integerIn(`${key}.maxSize`, g.maxSize, 1);
+    integerIn(`${key}.desiredSize`, g.desiredSize, g.minSize, g.maxSize);
+    // EKS-optimized AMIs need 20 GiB for the OS and images.
+    integerIn(`${key}.diskSizeGiB`, g.diskSizeGiB, 20, 16_384);
+  }
+  if (args.nodeGroups.every((g) => g.maxSize === 0))
+    fail("cgs:nodeGroups can never run a node (every maxSize is 0)");
+}
+
 /**
  * EKS control plane, managed node groups in the private subnets, the IAM OIDC provider for
  * service-account roles, the core add-ons (VPC CNI with NetworkPolicy enforcement) and a
@@ -37,6 +72,7 @@ export class Cluster extends pulumi.ComponentResource {
 
   constructor(name: string, args: ClusterArgs, opts?: pulumi.ComponentResourceOptions) {
     super("cgs:infra:Cluster", name, {}, opts);
+    validateCluster(args);
     const parent = { parent: this };
 
     const clusterRole = new aws.iam.Role(

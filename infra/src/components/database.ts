@@ -2,6 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import type { DatabaseConfig } from "../config";
+import { fail, integerIn, matching } from "../config-checks";
 
 export interface DatabaseArgs extends DatabaseConfig {
   identifier: string;
@@ -22,6 +23,47 @@ export interface DatabaseCredentials {
   secretArn: pulumi.Output<string>;
 }
 
+/** PostgreSQL's own and RDS's reserved roles and databases. */
+const RESERVED = new Set(["postgres", "rdsadmin", "rds_superuser", "template0", "template1", "cgs_admin"]);
+
+function validateDatabase(args: DatabaseArgs): void {
+  matching(
+    "cgs:database.engineVersion",
+    args.engineVersion,
+    /^\d{2}(\.\d+)?$/,
+    'a PostgreSQL version such as "16" or "16.4"',
+  );
+  matching(
+    "cgs:database.instanceClass",
+    args.instanceClass,
+    /^db\.[a-z0-9]+\.[a-z0-9]+$/,
+    "an RDS class such as db.t4g.medium",
+  );
+  // gp3 storage starts at 20 GiB; autoscaling needs a ceiling at or above the allocation.
+  integerIn("cgs:database.allocatedStorageGiB", args.allocatedStorageGiB, 20, 65_536);
+  integerIn(
+    "cgs:database.maxAllocatedStorageGiB",
+    args.maxAllocatedStorageGiB,
+    args.allocatedStorageGiB,
+    65_536,
+  );
+  integerIn("cgs:database.backupRetentionDays", args.backupRetentionDays, 0, 35);
+  for (const key of ["multiAz", "deletionProtection", "performanceInsights"] as const) {
+    if (typeof args[key] !== "boolean")
+      fail(`cgs:database.${key} must be true or false (got ${JSON.stringify(args[key])})`);
+  }
+  for (const [service, database] of Object.entries(args.databases)) {
+    // The name is also the login role and appears unquoted in the connection URL.
+    matching(
+      `database of ${service}`,
+      database,
+      /^[a-z_][a-z0-9_]{0,62}$/,
+      "a lowercase PostgreSQL identifier",
+    );
+    if (RESERVED.has(database)) fail(`database of ${service}: ${database} is reserved by PostgreSQL or RDS`);
+  }
+}
+
 /**
  * PostgreSQL on RDS: encrypted, TLS enforced, Multi-AZ and backups as configured; the master
  * password lives in an RDS-managed secret and each service gets its own role and database.
@@ -34,6 +76,7 @@ export class Database extends pulumi.ComponentResource {
 
   constructor(name: string, args: DatabaseArgs, opts?: pulumi.ComponentResourceOptions) {
     super("cgs:infra:Database", name, {}, opts);
+    validateDatabase(args);
     const parent = { parent: this };
 
     const sg = new aws.ec2.SecurityGroup(

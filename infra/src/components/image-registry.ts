@@ -1,5 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import { integerIn, matching, nonEmptyList, unique } from "../config-checks";
 
 export interface ImageRegistryArgs {
   /** Repository prefix, e.g. cgs-prod -> cgs-prod/gateway. */
@@ -18,6 +19,13 @@ export class ImageRegistry extends pulumi.ComponentResource {
 
   constructor(name: string, args: ImageRegistryArgs, opts?: pulumi.ComponentResourceOptions) {
     super("cgs:infra:ImageRegistry", name, {}, opts);
+    const repositoryName = /^[a-z0-9]+([._-][a-z0-9]+)*$/;
+    matching("image repository prefix", args.prefix, repositoryName, "a lowercase ECR name");
+    for (const d of nonEmptyList<string>("deployables", args.deployables)) {
+      matching("deployable", d, repositoryName, "a lowercase ECR name");
+    }
+    unique("deployables", args.deployables);
+    integerIn("keepImages", args.keepImages, 1, 10_000);
     const lifecycle = JSON.stringify({
       rules: [
         {

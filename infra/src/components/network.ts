@@ -1,5 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import { fail, ipv4Cidr, unique } from "../config-checks";
 
 export interface NetworkArgs {
   namePrefix: string;
@@ -14,9 +15,12 @@ export interface NetworkArgs {
 
 /** Splits a /16 (or larger) VPC CIDR: public /22s first, then private /20s. */
 export function subnetCidrs(vpcCidr: string, zones: number): { public: string[]; private: string[] } {
-  const [base, bits] = vpcCidr.split("/");
-  if (!base || Number(bits) > 16) throw new Error(`VPC CIDR ${vpcCidr} must be a /16 or larger`);
-  const [a, b] = base.split(".");
+  // The layout takes the first two octets: public /22s at .0-.60, private /20s at .64 up to .255 (12 zones).
+  ipv4Cidr("cgs:vpcCidr", vpcCidr, 8, 16);
+  if (!Number.isInteger(zones) || zones < 1 || zones > 12) {
+    fail(`cgs:availabilityZones must list 1 to 12 zones for this subnet layout (got ${zones})`);
+  }
+  const [a, b] = vpcCidr.split(".");
   const pub = Array.from({ length: zones }, (_, i) => `${a}.${b}.${i * 4}.0/22`);
   const priv = Array.from({ length: zones }, (_, i) => `${a}.${b}.${64 + i * 16}.0/20`);
   return { public: pub, private: priv };
@@ -36,6 +40,7 @@ export class Network extends pulumi.ComponentResource {
 
   constructor(name: string, args: NetworkArgs, opts?: pulumi.ComponentResourceOptions) {
     super("cgs:infra:Network", name, {}, opts);
+    unique("cgs:availabilityZones", args.availabilityZones);
     const parent = { parent: this };
     const cidrs = subnetCidrs(args.cidrBlock, args.availabilityZones.length);
     const tag = (n: string, extra: Record<string, string> = {}) => ({

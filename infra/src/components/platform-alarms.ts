@@ -1,5 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import { fail, integerIn } from "../config-checks";
 
 export interface PlatformAlarmsArgs {
   prefix: string;
@@ -26,7 +27,11 @@ const MEMORY_GIB_BY_SIZE: Record<string, number> = {
 export function defaultMaxConnections(instanceClass: string): number {
   const size = instanceClass.split(".").pop() ?? "";
   const memoryGiB = MEMORY_GIB_BY_SIZE[size];
-  if (!memoryGiB) throw new Error(`unknown RDS instance size in ${instanceClass}`);
+  if (!memoryGiB) {
+    fail(
+      `cgs:database.instanceClass ${instanceClass} has a size the connection alarm does not know (${Object.keys(MEMORY_GIB_BY_SIZE).join(", ")})`,
+    );
+  }
   return Math.min(5000, Math.floor((memoryGiB * GiB) / 9_531_392));
 }
 
@@ -42,6 +47,9 @@ export class PlatformAlarms extends pulumi.ComponentResource {
 
   constructor(name: string, args: PlatformAlarmsArgs, opts?: pulumi.ComponentResourceOptions) {
     super("cgs:infra:PlatformAlarms", name, {}, opts);
+    integerIn("cgs:redis.nodes", args.cache.nodes, 1, 6);
+    integerIn("cgs:database.allocatedStorageGiB", args.database.allocatedStorageGiB, 20);
+    defaultMaxConnections(args.database.instanceClass);
     const parent = { parent: this };
     const topic = new aws.sns.Topic(
       `${name}-topic`,

@@ -1,5 +1,8 @@
 import * as k8s from "@pulumi/kubernetes";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
+import { DNS_LABEL, fail, matching } from "../config-checks";
 
 export interface PlatformReleaseArgs {
   chartPath: string;
@@ -21,6 +24,15 @@ export class PlatformRelease extends pulumi.ComponentResource {
 
   constructor(name: string, args: PlatformReleaseArgs, opts?: pulumi.ComponentResourceOptions) {
     super("cgs:infra:PlatformRelease", name, {}, opts);
+    // Helm refuses release names over 53 characters (its objects' names add suffixes to 63).
+    matching(
+      "release name",
+      args.releaseName,
+      /^[a-z0-9]([-a-z0-9]{0,51}[a-z0-9])?$/,
+      "a lowercase name of at most 53",
+    );
+    matching("namespace", args.namespace, DNS_LABEL, "a Kubernetes namespace name");
+    if (!fs.existsSync(path.join(args.chartPath, "Chart.yaml"))) fail(`no Helm chart at ${args.chartPath}`);
     const k8sOpts = { parent: this, provider: args.provider };
     const ns = new k8s.core.v1.Namespace(
       name,

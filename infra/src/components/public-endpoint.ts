@@ -1,5 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import { HOST_NAME, matching } from "../config-checks";
 
 export interface PublicEndpointArgs {
   domain: string;
@@ -13,6 +14,13 @@ export class PublicEndpoint extends pulumi.ComponentResource {
 
   constructor(name: string, args: PublicEndpointArgs, opts?: pulumi.ComponentResourceOptions) {
     super("cgs:infra:PublicEndpoint", name, {}, opts);
+    matching("cgs:domain", args.domain, HOST_NAME, "a lowercase host name such as play.example.com");
+    matching(
+      "cgs:route53ZoneId",
+      args.route53ZoneId,
+      /^Z[A-Z0-9]{1,32}$/,
+      "a Route 53 hosted zone id (Z...)",
+    );
     const cert = new aws.acm.Certificate(
       name,
       { domainName: args.domain, validationMethod: "DNS", tags: args.tags },

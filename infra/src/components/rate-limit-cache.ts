@@ -2,6 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import type { RedisConfig } from "../config";
+import { integerIn, matching } from "../config-checks";
 
 export interface RateLimitCacheArgs extends RedisConfig {
   name: string;
@@ -20,6 +21,16 @@ export class RateLimitCache extends pulumi.ComponentResource {
 
   constructor(name: string, args: RateLimitCacheArgs, opts?: pulumi.ComponentResourceOptions) {
     super("cgs:infra:RateLimitCache", name, {}, opts);
+    matching("cgs:redis.engineVersion", args.engineVersion, /^\d+\.\d+$/, 'a Redis version such as "7.1"');
+    matching(
+      "cgs:redis.nodeType",
+      args.nodeType,
+      /^cache\.[a-z0-9]+\.[a-z0-9]+$/,
+      "a node type such as cache.t4g.small",
+    );
+    // A replication group holds a primary and at most five replicas.
+    integerIn("cgs:redis.nodes", args.nodes, 1, 6);
+    integerIn("cgs:redis.snapshotRetentionDays", args.snapshotRetentionDays, 0, 35);
     const parent = { parent: this };
     const sg = new aws.ec2.SecurityGroup(
       `${name}-sg`,

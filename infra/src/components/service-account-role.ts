@@ -1,5 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import { DNS_LABEL, matching } from "../config-checks";
 import { policyJson, serviceAccountTrustPolicy, type PolicyStatementArgs } from "../iam-policy";
 
 export interface ServiceAccountRoleArgs {
@@ -20,6 +21,20 @@ export class ServiceAccountRole extends pulumi.ComponentResource {
 
   constructor(name: string, args: ServiceAccountRoleArgs, opts?: pulumi.ComponentResourceOptions) {
     super("cgs:infra:ServiceAccountRole", name, {}, opts);
+    // cgs-<environment>-<workload>: IAM stops role names at 64 characters.
+    matching(
+      "IAM role name (from cgs:environment)",
+      args.roleName,
+      /^[\w+=,.@-]{1,64}$/,
+      "at most 64 characters of IAM's set",
+    );
+    matching("namespace", args.namespace, DNS_LABEL, "a Kubernetes namespace name");
+    matching(
+      "service account",
+      args.serviceAccount,
+      /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/,
+      "a Kubernetes name",
+    );
     const role = new aws.iam.Role(
       name,
       {

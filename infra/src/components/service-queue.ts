@@ -1,6 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import type { QueueConfig } from "../config";
+import { integerIn, matching } from "../config-checks";
 
 export interface ServiceQueueArgs extends QueueConfig {
   queueName: string;
@@ -16,6 +17,13 @@ export class ServiceQueue extends pulumi.ComponentResource {
 
   constructor(name: string, args: ServiceQueueArgs, opts?: pulumi.ComponentResourceOptions) {
     super("cgs:infra:ServiceQueue", name, {}, opts);
+    // SQS limits: names of 80 characters (the DLQ adds 4), 1-1000 receives, 12 h visibility, 14 days retention.
+    matching("queue name", args.queueName, /^[A-Za-z0-9_-]{1,76}$/, "letters, digits, - and _ (at most 76)");
+    integerIn("cgs:queues.maxReceiveCount", args.maxReceiveCount, 1, 1000);
+    integerIn("cgs:queues.visibilityTimeoutSeconds", args.visibilityTimeoutSeconds, 0, 43_200);
+    integerIn("cgs:queues.retentionDays", args.retentionDays, 1, 14);
+    // A standard queue's message keeps its first enqueue time in the DLQ: a shorter DLQ retention loses it at once.
+    integerIn("cgs:queues.dlqRetentionDays", args.dlqRetentionDays, args.retentionDays, 14);
     const day = 24 * 60 * 60;
     const dlq = new aws.sqs.Queue(
       `${name}-dlq`,

@@ -1,6 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import type { StreamingConfig } from "../config";
+import { fail, integerIn, ipv4Cidr, matching, nonEmptyList, PORT_MAX, unique } from "../config-checks";
 import { policyJson, servicePrincipalTrustPolicy } from "../iam-policy";
 import { streamingHostStatements } from "../workload-policies";
 
@@ -19,6 +20,52 @@ export interface StreamingFleetArgs extends StreamingConfig {
 }
 
 const OPEN_TO_ALL = new Set(["0.0.0.0/0", "::/0"]);
+
+function validateStreaming(args: StreamingFleetArgs): void {
+  for (const cidr of args.privateNetworkCidrs) ipv4Cidr("cgs:streaming.privateNetworkCidrs", cidr, 8, 32);
+  for (const port of nonEmptyList<number>("cgs:streaming.tcpPorts", args.tcpPorts)) {
+    integerIn("cgs:streaming.tcpPorts", port, 1, PORT_MAX);
+  }
+  unique("cgs:streaming.tcpPorts", args.tcpPorts);
+  const udp = args.udpPortRange ?? {};
+  integerIn("cgs:streaming.udpPortRange.from", udp.from, 1, PORT_MAX);
+  integerIn("cgs:streaming.udpPortRange.to", udp.to, udp.from, PORT_MAX);
+  integerIn("cgs:streaming.apiPort", args.apiPort, 1, PORT_MAX);
+  // The host API takes the sessions service's calls only; a streaming port of the same number would open it to players.
+  if (args.tcpPorts.includes(args.apiPort)) {
+    fail(
+      `cgs:streaming.apiPort ${args.apiPort} is also in cgs:streaming.tcpPorts, which the private network reaches`,
+    );
+  }
+  // Optional: the stack's own image is used unless an AMI overrides it.
+  if (args.amiId !== undefined) {
+    matching(
+      "cgs:streaming.amiId",
+      args.amiId,
+      /^ami-[0-9a-f]{8,17}$/,
+      "an AMI id such as ami-0123456789abcdef0",
+    );
+  }
+  matching(
+    "cgs:streaming.instanceType",
+    args.instanceType,
+    /^[a-z][a-z0-9-]*\.[a-z0-9]+$/,
+    "an EC2 instance type",
+  );
+  integerIn("cgs:streaming.volumeSizeGiB", args.volumeSizeGiB, 1, 16_384);
+  matching(
+    "cgs:streaming.rootDeviceName",
+    args.rootDeviceName,
+    /^\/dev\/[a-z0-9]+$/,
+    "a device such as /dev/sda1",
+  );
+  matching(
+    "cgs:streaming.tailscaleTailnet",
+    args.tailscaleTailnet,
+    /^\S+$/,
+    'a tailnet name, or "-" for the key\'s own',
+  );
+}
 
 /**
  * Launch template, security group and instance profile of the streaming instances the sessions service starts.
@@ -41,6 +88,7 @@ export class StreamingFleet extends pulumi.ComponentResource {
         `streaming.privateNetworkCidrs must name the private network's range, never ${open.join(", ") || "nothing"}`,
       );
     }
+    validateStreaming(args);
     const ownTags = { ...args.tags, [`${args.tagPrefix}:managed-by`]: "sessions" };
     const sg = new aws.ec2.SecurityGroup(
       `${name}-sg`,

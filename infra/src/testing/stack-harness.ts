@@ -22,6 +22,8 @@ export interface RecordedResource {
 export interface StackRun {
   resources: RecordedResource[];
   outputs: Record<string, unknown>;
+  /** Names of the outputs Pulumi keeps encrypted in state and masks in `pulumi stack output`. */
+  secretOutputs: string[];
 }
 
 /** Values for the secret keys, which are never committed in clear text. */
@@ -45,7 +47,7 @@ function str(v: unknown): string {
 }
 
 /** Outputs the AWS/Kubernetes providers would compute, so the program's apply() chains resolve. */
-function computedState(type: string, name: string, inputs: Record<string, unknown>, region: string) {
+export function computedState(type: string, name: string, inputs: Record<string, unknown>, region: string) {
   const arn = (service: string, resource: string) => `arn:aws:${service}:${region}:${ACCOUNT_ID}:${resource}`;
   switch (type) {
     case "aws:eks/cluster:Cluster":
@@ -77,6 +79,8 @@ function computedState(type: string, name: string, inputs: Record<string, unknow
       };
     case "aws:elasticache/replicationGroup:ReplicationGroup":
       return { primaryEndpointAddress: `master.${str(inputs.replicationGroupId)}.cache.amazonaws.com` };
+    case "aws:sns/topic:Topic":
+      return { arn: arn("sns", str(inputs.name)) };
     case "aws:ecr/repository:Repository":
       return { repositoryUrl: `${ACCOUNT_ID}.dkr.ecr.${region}.amazonaws.com/${str(inputs.name)}` };
     case "aws:secretsmanager/secret:Secret":
@@ -218,11 +222,15 @@ export async function runStack(stack: string, overrides: Record<string, unknown>
   standInHostAgentWhenUnbuilt();
   const program = jest.requireActual<Record<string, unknown>>("../index");
   const outputs: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(program)) outputs[name] = await resolveDeep(name, value);
+  const secretOutputs: string[] = [];
+  for (const [name, value] of Object.entries(program)) {
+    outputs[name] = await resolveDeep(name, value);
+    if (await pulumi.isSecret(pulumi.output(value))) secretOutputs.push(name);
+  }
   // Resources no export depends on (lifecycle policies, add-ons) may still be registering.
   const settings = jest.requireActual<{ waitForRPCs(): Promise<void> }>("@pulumi/pulumi/runtime/settings");
   await settings.waitForRPCs();
-  return { resources, outputs };
+  return { resources, outputs, secretOutputs };
 }
 
 export function ofType(run: StackRun, type: string): RecordedResource[] {

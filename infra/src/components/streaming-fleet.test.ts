@@ -1,0 +1,111 @@
+import type { StreamingConfig } from "../config";
+import { mockResources, settled, stagingValue } from "../testing/component-harness";
+import type { RecordedResource } from "../testing/stack-harness";
+import { StreamingFleet } from "./streaming-fleet";
+
+let resources: RecordedResource[];
+beforeAll(async () => {
+  resources = await mockResources();
+});
+
+let built = 0;
+function fleet(change: (c: StreamingConfig) => void = () => {}) {
+  const config = stagingValue<StreamingConfig>("streaming");
+  change(config);
+  return new StreamingFleet(`streaming-${++built}`, {
+    ...config,
+    name: "cgs-test",
+    vpcId: "vpc-1",
+    apiClientSecurityGroupIds: ["sg-cluster"],
+    tagPrefix: "cgs-test",
+    imageId: config.amiId ?? "ami-0123456789abcdef0",
+    hostReportsQueueArn: "arn:aws:sqs:eu-west-1:123456789012:staging-cgs-host-reports",
+    tags: {},
+  });
+}
+
+describe("StreamingFleet", () => {
+  it("when built from staging's settings, then instances boot the AMI with an encrypted root volume and IMDSv2 only", async () => {
+    fleet();
+    await settled();
+    const template = resources.find(
+      (r) => r.type === "aws:ec2/launchTemplate:LaunchTemplate" && r.name === `streaming-${built}`,
+    );
+    expect(template?.inputs).toMatchObject({
+      imageId: "ami-0123456789abcdef0",
+      instanceType: "g4dn.xlarge",
+      metadataOptions: { httpTokens: "required" },
+      blockDeviceMappings: [{ deviceName: "/dev/sda1", ebs: { volumeSize: 100, encrypted: "true" } }],
+    });
+  });
+
+  it.each([
+    [
+      "the whole internet as the private network",
+      (c: StreamingConfig) => (c.privateNetworkCidrs = ["0.0.0.0/0"]),
+      /streaming.privateNetworkCidrs must name the private network's range, never 0.0.0.0\/0/,
+    ],
+    [
+      "no private network",
+      (c: StreamingConfig) => (c.privateNetworkCidrs = []),
+      /streaming.privateNetworkCidrs must name the private network's range, never nothing/,
+    ],
+    [
+      "a private network that is not a CIDR",
+      (c: StreamingConfig) => (c.privateNetworkCidrs = ["tailnet"]),
+      /cgs:streaming.privateNetworkCidrs must be an IPv4 CIDR from \/8 to \/32 \(got "tailnet"\)/,
+    ],
+    [
+      "no streaming TCP port",
+      (c: StreamingConfig) => (c.tcpPorts = []),
+      /cgs:streaming.tcpPorts must be a non-empty list/,
+    ],
+    [
+      "a port beyond 65535",
+      (c: StreamingConfig) => (c.tcpPorts = [70_000]),
+      /cgs:streaming.tcpPorts must be an integer from 1 to 65535 \(got 70000\)/,
+    ],
+    [
+      "a port listed twice",
+      (c: StreamingConfig) => (c.tcpPorts = [47984, 47984]),
+      /cgs:streaming.tcpPorts lists 47984 twice/,
+    ],
+    [
+      "a UDP range that ends before it starts",
+      (c: StreamingConfig) => (c.udpPortRange = { from: 48010, to: 47998 }),
+      /cgs:streaming.udpPortRange.to must be an integer from 48010 to 65535 \(got 47998\)/,
+    ],
+    [
+      "the host API port among the streaming ports",
+      (c: StreamingConfig) => (c.tcpPorts = [47984, 47990]),
+      /cgs:streaming.apiPort 47990 is also in cgs:streaming.tcpPorts, which the private network reaches/,
+    ],
+    [
+      "an AMI name instead of its id",
+      (c: StreamingConfig) => (c.amiId = "ubuntu-22.04"),
+      /cgs:streaming.amiId must be an AMI id/,
+    ],
+    [
+      "an instance type without its size",
+      (c: StreamingConfig) => (c.instanceType = "g4dn"),
+      /cgs:streaming.instanceType must be an EC2 instance type/,
+    ],
+    [
+      "an empty root volume",
+      (c: StreamingConfig) => (c.volumeSizeGiB = 0),
+      /cgs:streaming.volumeSizeGiB must be an integer from 1 to 16384/,
+    ],
+    [
+      "a device name without /dev/",
+      (c: StreamingConfig) => (c.rootDeviceName = "sda1"),
+      /cgs:streaming.rootDeviceName must be a device such as \/dev\/sda1/,
+    ],
+    [
+      "an empty tailnet",
+      (c: StreamingConfig) => (c.tailscaleTailnet = ""),
+      /cgs:streaming.tailscaleTailnet must be a tailnet name/,
+    ],
+  ])("when the config has %s, then the fleet is refused", (_what, change, message) => {
+    expect(() => fleet(change)).toThrow(message);
+  });
+});

@@ -1,0 +1,171 @@
+import { loadPlatformConfig, type WorkloadConfig } from "./config";
+import { readStackConfig, TEST_SECRETS } from "./testing/stack-harness";
+import { stagingValue, useStagingConfigWith } from "./testing/component-harness";
+
+/** Staging's value of `cgs:<key>` changed by `change`, as a config override. */
+function changed<T>(key: string, change: (value: T) => void): Record<string, unknown> {
+  const value = stagingValue<T>(key);
+  change(value);
+  return { [`cgs:${key}`]: value };
+}
+const workloads = (change: (w: WorkloadConfig) => void) => changed<WorkloadConfig>("workloads", change);
+
+describe("stack configuration: what loads", () => {
+  it.each(["staging", "prod"])(
+    "when the committed %s file is loaded, then it passes every check",
+    (stack) => {
+      useStagingConfigWith(Object.fromEntries(Object.entries(readStackConfig(stack))));
+      const cfg = loadPlatformConfig();
+      expect(cfg.environment).toBe(stack);
+      expect(cfg.availabilityZones.length).toBeGreaterThanOrEqual(2);
+    },
+  );
+});
+
+describe("stack configuration: refusals that name the key", () => {
+  it.each([
+    [
+      "an environment that cannot name AWS resources",
+      { "cgs:environment": "Staging Env" },
+      /cgs:environment must be a lowercase name/,
+    ],
+    [
+      "an environment too long for ElastiCache and IAM names",
+      { "cgs:environment": "a".repeat(21) },
+      /cgs:environment/,
+    ],
+    [
+      "a region that is not one",
+      { "aws:region": "europe" },
+      /aws:region must be an AWS region such as eu-west-1 \(got "europe"\)/,
+    ],
+    [
+      "zones of another region",
+      { "cgs:availabilityZones": ["us-east-1a", "us-east-1b"] },
+      /cgs:availabilityZones: "us-east-1a" is not a zone of aws:region eu-west-1/,
+    ],
+    [
+      "the same zone twice",
+      { "cgs:availabilityZones": ["eu-west-1a", "eu-west-1a"] },
+      /cgs:availabilityZones lists "eu-west-1a" twice/,
+    ],
+    [
+      "a single zone",
+      { "cgs:availabilityZones": ["eu-west-1a"] },
+      /cgs:availabilityZones needs at least two zones/,
+    ],
+    ["no node group", { "cgs:nodeGroups": [] }, /cgs:nodeGroups needs at least one node group/],
+    [
+      "a node group whose desired size is below its minimum",
+      changed<{ minSize: number }[]>("nodeGroups", (g) => (g[0]!.minSize = 3)),
+      /node group general: expected minSize <= desiredSize <= maxSize/,
+    ],
+    [
+      "a deployable without replicas",
+      workloads((w) => (w.replicas.gateway = 0)),
+      /cgs:workloads.replicas.gateway must be a positive integer/,
+    ],
+    [
+      "a deployable left out of replicas",
+      workloads((w) => delete (w.replicas as Partial<typeof w.replicas>).billing),
+      /cgs:workloads.replicas.billing/,
+    ],
+    [
+      "a ceiling below a replica floor",
+      workloads((w) => ((w.replicas.sessions = 4), (w.maxReplicas = 3))),
+      /cgs:workloads.maxReplicas must be an integer from 4 to 100 \(got 3\)/,
+    ],
+    [
+      "a CPU target over 100 %",
+      workloads((w) => (w.targetCpuPercent = 150)),
+      /cgs:workloads.targetCpuPercent must be an integer from 1 to 100 \(got 150\)/,
+    ],
+    [
+      "a CPU request above its limit",
+      workloads((w) => (w.requests.cpu = "2")),
+      /cgs:workloads.requests.cpu 2 is above cgs:workloads.limits.cpu 500m/,
+    ],
+    [
+      "a memory request above its limit",
+      workloads((w) => (w.requests.memory = "1Gi")),
+      /cgs:workloads.requests.memory 1Gi is above cgs:workloads.limits.memory 384Mi/,
+    ],
+    [
+      "a CPU quantity that is not one",
+      workloads((w) => (w.limits.cpu = "lots")),
+      /cgs:workloads.limits.cpu must be a CPU quantity such as 250m or 1 \(got "lots"\)/,
+    ],
+    [
+      "a memory quantity that is not one",
+      workloads((w) => (w.limits.memory = "384MB")),
+      /cgs:workloads.limits.memory must be a memory quantity/,
+    ],
+    [
+      "no receive before the dead-letter queue",
+      changed<{ maxReceiveCount: number }>("queues", (q) => (q.maxReceiveCount = 0)),
+      /cgs:queues.maxReceiveCount must be at least 1/,
+    ],
+    [
+      "a cache without nodes",
+      changed<{ nodes: number }>("redis", (r) => (r.nodes = 0)),
+      /cgs:redis.nodes must be at least 1/,
+    ],
+    [
+      "extra environment for a deployable that does not exist",
+      { "cgs:extraEnv": { payments: { A: "1" } } },
+      /cgs:extraEnv.payments names no deployable/,
+    ],
+    [
+      "an unquoted number in extra environment",
+      { "cgs:extraEnv": { sessions: { SESSION_RATE_PER_MINUTE: 10 } } },
+      /cgs:extraEnv.sessions.SESSION_RATE_PER_MINUTE must be a quoted string/,
+    ],
+    [
+      "an extra environment variable that is not an environment name",
+      { "cgs:extraEnv": { billing: { "wallet-currency": "USD" } } },
+      /cgs:extraEnv.billing must be keyed by environment variable names \(got "wallet-currency"\)/,
+    ],
+    [
+      "the latest image tag on immutable repositories",
+      { "cgs:imageTag": "latest" },
+      /cgs:imageTag must be an image tag other than latest/,
+    ],
+    [
+      "a domain with a path",
+      { "cgs:domain": "play.example.com/app" },
+      /cgs:domain must be a lowercase host name/,
+    ],
+    [
+      "a hosted zone id that is not one",
+      { "cgs:route53ZoneId": "example.com" },
+      /cgs:route53ZoneId must be a Route 53 hosted zone id/,
+    ],
+    [
+      "an issuer over plain HTTP",
+      { "cgs:oidcIssuer": "http://id.example.com/realms/cgs" },
+      /cgs:oidcIssuer must be an https URL/,
+    ],
+    ["an empty audience", { "cgs:oidcAudience": " " }, /cgs:oidcAudience must be a non-empty audience/],
+    [
+      "a sender that is not an address",
+      { "cgs:mailFrom": "no-reply" },
+      /cgs:mailFrom must be an e-mail address \(got "no-reply"\)/,
+    ],
+  ])("when the config has %s, then loading refuses it", (_what, overrides, message) => {
+    useStagingConfigWith(overrides);
+    expect(() => loadPlatformConfig()).toThrow(message);
+  });
+
+  it.each(["cgs:mailFrom", "cgs:workloads", "aws:region"])(
+    "when %s is missing, then loading names it",
+    (key) => {
+      useStagingConfigWith({ [key]: undefined });
+      expect(() => loadPlatformConfig()).toThrow(key);
+    },
+  );
+
+  it.each(Object.keys(TEST_SECRETS))("when the secret %s is not set, then loading names it", (key) => {
+    useStagingConfigWith({ [key]: undefined });
+    expect(() => loadPlatformConfig()).toThrow(key);
+  });
+});
