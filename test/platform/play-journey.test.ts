@@ -8,7 +8,7 @@ import { waitUntil } from "@cgs/shared/testing/queue";
 import { fundAccount, localSession } from "../../clients/sdk/src/testing/client-platform";
 import { cgsEnv, runCgs, spawnCgs } from "../../clients/cli/src/testing/run-cgs";
 import { describeWithChromium, launchChromium } from "../harnesses/portal-browser-harness";
-import { screenshots, signIn } from "../harnesses/portal-platform-kit";
+import { screenshots, seriousViolations, signIn } from "../harnesses/portal-platform-kit";
 import { fastJourneyEnv, launchPlatform, type LaunchedPlatform } from "./launch-platform";
 
 // Play as a player meets it, on `npm start` (ports 18720-18724; run under `flock /tmp/cgs-platform.lock`): every
@@ -184,6 +184,29 @@ describeWithChromium("the play page's warning")("the play page warns before an i
     expect(kept.state).toBe("running");
     expect(kept.warning).toBeNull();
     expect(warned.warning?.kind).toBe("idle");
+
+    // The device the player pairs (the pretend client enters the PIN as it connects) is listed on /devices, and
+    // Remove unpairs it.
+    await client.sessions.pair({ deviceName: "living-room-tv" });
+    const { instanceId } = await client.sessions.poll();
+    const play = await fetch(
+      `http://127.0.0.1:${platform.servicePorts[0]}/internal/v1/simulator/instances/${instanceId}/play`,
+      {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ connected: true }),
+      },
+    );
+    expect(play.status).toBe(200);
+    await page.goto(`${platform.base}/devices`);
+    const row = page.locator("#devices-body tr", { hasText: "living-room-tv" });
+    await row.waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshots(page, "devices");
+    await row.getByRole("button", { name: "Remove living-room-tv" }).click();
+    await page.locator("#devices-message", { hasText: "living-room-tv was unpaired." }).waitFor();
+    await page.locator("#devices-table").waitFor({ state: "hidden" });
+    expect(await client.devices.list()).toEqual([]);
     await client.sessions.stop();
     expect(errors).toEqual([]);
     await context.close();

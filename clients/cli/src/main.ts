@@ -2,6 +2,7 @@ import { Command, CommanderError, Option } from "commander";
 import { describeFailure, EXIT_OK, EXIT_USAGE } from "./cli-errors";
 import { accountCommands } from "./commands/account-commands";
 import { authCommands } from "./commands/auth-commands";
+import { deviceCommands } from "./commands/device-commands";
 import { sessionCommands } from "./commands/session-commands";
 
 export function buildProgram(): Command {
@@ -22,6 +23,7 @@ export function buildProgram(): Command {
   );
   authCommands(program);
   sessionCommands(program);
+  deviceCommands(program);
   accountCommands(program);
   for (const command of program.commands) {
     command.exitOverride();

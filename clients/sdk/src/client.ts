@@ -21,6 +21,8 @@ export type StartSessionRequest = Schemas["StartSessionRequest"];
 /** An automatic stop poll is announcing (idle, maximum length, credit, a silent host). */
 export type SessionWarning = NonNullable<SessionStatus["warning"]>;
 export type StopReason = NonNullable<SessionStatus["stopReason"]>;
+export type Device = Schemas["Device"];
+export type PairingRequest = Schemas["PairingRequest"];
 
 /** The documented production origin (Pulumi.prod.yaml `cgs:domain`). */
 export const DEFAULT_BASE_URL = "https://play.example.com";
@@ -119,7 +121,8 @@ export function createClient(options: ClientOptions = {}) {
       ),
     poll: () => data(api.GET("/api/v1/sessions/poll")),
     stop: () => data(api.POST("/api/v1/sessions/stop")),
-    pair: () => data(api.POST("/api/v1/sessions/pair")),
+    /** A PIN for pairing the streaming client, which then stays paired under `deviceName` across sessions. */
+    pair: (body: PairingRequest = {}) => data(api.POST("/api/v1/sessions/pair", { body })),
     connect: () => data(api.GET("/api/v1/sessions/connect")),
     vpnKey: () => data(api.POST("/api/v1/sessions/vpn-key")),
     /**
@@ -184,6 +187,14 @@ export function createClient(options: ClientOptions = {}) {
         ),
     },
     billing: { storage: () => data(api.GET("/api/v1/billing/storage")) },
+    /** Streaming devices paired with the account's machine (pairing outlives each session). */
+    devices: {
+      list: async () => (await data(api.GET("/api/v1/devices"))).items,
+      /** Unpairs it: at once while a session runs, otherwise when the next session's host comes up. */
+      remove: async (id: string) => {
+        await api.DELETE("/api/v1/devices/{id}", { params: { path: { id } } });
+      },
+    },
     settings: {
       get: () => data(api.GET("/api/v1/settings")),
       update: (patch: PreferencesPatch) => data(api.PATCH("/api/v1/settings", { body: patch })),

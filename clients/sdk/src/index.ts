@@ -6,6 +6,7 @@ export {
   type ClientOptions,
   type ConnectInfo,
   type CreditBalance,
+  type Device,
   type Identity,
   type PairingPin,
   type Preferences,

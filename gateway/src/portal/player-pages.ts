@@ -7,6 +7,7 @@ import { documentHead, escapeHtml } from "./portal-pages";
 
 const NAV = [
   { href: "/", label: "Play" },
+  { href: "/devices", label: "Devices" },
   { href: "/billing", label: "Billing" },
   { href: "/settings", label: "Settings" },
   { href: "/settings/tokens", label: "Tokens" },
@@ -157,6 +158,27 @@ export function billingPage(bounds: { min: number; max: number }): string {
 <button id="ledger-more" type="button" class="secondary" hidden>Show older</button>
 </section>`,
     "billing.js",
+  );
+}
+
+export function devicesPage(): string {
+  return appLayout(
+    "/devices",
+    "Devices",
+    `<section class="panel" aria-labelledby="devices-title">
+<h2 id="devices-title">Paired streaming devices</h2>
+<p>Devices you paired stay paired with your machine from one session to the next. Remove one you no longer use:
+it is unpaired at once while a session runs, otherwise when your next session starts.</p>
+<p id="devices-state" class="muted" aria-live="polite">Loading…</p>
+<div class="table-wrap">
+<table id="devices-table" hidden>
+<thead><tr><th scope="col">Device</th><th scope="col">Paired</th><th scope="col">Last used</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+<tbody id="devices-body"></tbody>
+</table>
+</div>
+<p id="devices-message" class="message" role="alert"></p>
+</section>`,
+    "devices.js",
   );
 }
 

@@ -57,6 +57,7 @@ code { background: var(--code-bg); padding: 0 .25rem; border-radius: 4px; }
 body.app { display: block; padding: 0; }
 .skip { position: absolute; left: -999px; }
 .skip:focus { left: 1rem; top: 1rem; background: var(--panel); padding: .5rem; z-index: 1; }
+.visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 .top { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1.5rem; padding: .75rem 1.25rem; background: var(--panel); border-bottom: 1px solid var(--border); }
 .brand { font-weight: 700; color: var(--fg); text-decoration: none; }
 .top nav ul { display: flex; flex-wrap: wrap; gap: .25rem .75rem; list-style: none; margin: 0; padding: 0; }
@@ -103,7 +104,7 @@ th, td { text-align: left; padding: .45rem .5rem; border-bottom: 1px solid var(-
 @media (max-width: 600px) {
   .top { padding: .6rem .75rem; gap: .25rem .75rem; }
   .top nav { order: 3; flex-basis: 100%; overflow-x: auto; }
-  .top nav ul { flex-wrap: nowrap; gap: .1rem .4rem; }
+  .top nav ul { flex-wrap: wrap; gap: .1rem .6rem; }
   .top nav a { white-space: nowrap; padding: .35rem .15rem; font-size: .95rem; }
   .who { display: none; }
   .page { padding: 1rem .75rem 2rem; }

@@ -16,6 +16,7 @@ import { forgotPasswordPage, loginPage, resetPasswordPage, type LoginBanner } fr
 import {
   accountPage,
   billingPage,
+  devicesPage,
   homePage,
   settingsPage,
   tokensElsewherePage,
@@ -218,6 +219,10 @@ export function portalRoutes(options: PortalOptions): Router {
   router.get(
     "/billing",
     page(() => billingPage(bounds)),
+  );
+  router.get(
+    "/devices",
+    page(() => devicesPage()),
   );
   router.get(
     "/settings",

@@ -49,7 +49,7 @@ export class CertificateFile implements CertificateSource {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
       throw err;
     }
-    return normalizeFingerprint(new X509Certificate(pem).fingerprint256);
+    return normalizeFingerprint(new X509Certificate(pem).fingerprint256) ?? null;
   }
 }
 

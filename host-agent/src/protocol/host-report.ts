@@ -96,7 +96,11 @@ export function parseSignedHostReport(body: string): ParsedHostReport {
   return { ok: false, problem: `${issue?.path.join(".") || "(root)"}: ${issue?.message ?? "invalid"}` };
 }
 
-/** Normalises a certificate fingerprint ("AB:CD:…" as Node prints it, or bare hex) to lower-case hex. */
-export function normalizeFingerprint(fingerprint: string): string {
-  return fingerprint.replace(/:/g, "").toLowerCase();
+/**
+ * A certificate's SHA-256 fingerprint in the form reports carry (lower-case hex, no separators), from "AB:CD:…" as
+ * Node prints it or bare hex; undefined when it is not a SHA-256 fingerprint.
+ */
+export function normalizeFingerprint(value: string | undefined): string | undefined {
+  const hex = value?.replace(/[:\s]/g, "").toLowerCase();
+  return hex && /^[0-9a-f]{64}$/.test(hex) ? hex : undefined;
 }

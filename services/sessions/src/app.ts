@@ -8,6 +8,7 @@ import type * as schema from "./data/schema";
 import type { SessionsAdapters, SessionsDomainDeps } from "./domain/session-deps";
 import { pollSession } from "./domain/session-access";
 import { withPollFastPath } from "./http/poll-fast-path";
+import { deviceRoutes } from "./http/device-routes";
 import { sessionRoutes } from "./http/session-routes";
 import { simulatorRoutes } from "./http/simulator-routes";
 
@@ -34,7 +35,15 @@ export function createApp(
 ): RequestListener {
   // The shared verifier already remembers a verified token until its expiry (at most 60 s).
   const { config, logger, database, verifier } = context;
-  const app = createServiceApp({ logger, verifier, database, routes: sessionRoutes(deps) });
+  const app = createServiceApp({
+    logger,
+    verifier,
+    database,
+    routes: (router) => {
+      sessionRoutes(deps)(router);
+      deviceRoutes(deps)(router);
+    },
+  });
   const fastPoll = { verifier, logger, poll: (accountId: string) => pollSession(deps, accountId) };
   if (!simulator || !config.SIMULATOR_CONTROL || config.NODE_ENV === "production")
     return withPollFastPath(app, fastPoll);

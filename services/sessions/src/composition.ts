@@ -123,6 +123,7 @@ export function buildAdapters(config: SessionsConfig, db: SessionsDb, logger?: L
               reportIntervalMs: config.SIMULATOR_AGENT_REPORT_INTERVAL_MS,
               sampleIntervalMs: Math.min(1_000, config.SIMULATOR_AGENT_REPORT_INTERVAL_MS),
               sunshineAnswers: (ip) => simulatedHost?.answers(ip) ?? true,
+              clientConnected: (ip) => void simulatedHost?.completePairing(ip),
               ...(logger ? { logger: logger.child({ component: "simulated-host-agent" }) } : {}),
             }),
           }
@@ -145,6 +146,7 @@ export function buildAdapters(config: SessionsConfig, db: SessionsDb, logger?: L
       readyDelayMs: config.SIMULATOR_HOST_READY_DELAY_MS,
       credentials,
       installed: (ip) => simulatedCloud?.installedCredentials(ip),
+      clientsOf: (ip) => simulatedCloud?.hostClientsAt(ip),
     });
     streamingHost = simulatedHost;
   }

@@ -103,10 +103,11 @@ export function sessionCommands(program: Command): void {
 
   session
     .command("pair")
-    .description("Get a four-digit PIN to pair your streaming client")
+    .description("Get a four-digit PIN to pair your streaming client (it stays paired across sessions)")
+    .option("--name <device>", "the name the device pairs under (see `cgs devices`)")
     .action(
-      action(async (ctx) => {
-        const pin = await ctx.client().sessions.pair();
+      action(async (ctx, opts: { name?: string }) => {
+        const pin = await ctx.client().sessions.pair(opts.name ? { deviceName: opts.name } : {});
         emit(
           ctx.options.json,
           pin,

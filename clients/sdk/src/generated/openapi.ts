@@ -117,7 +117,7 @@ export interface paths {
     put?: never;
     /**
      * Mint a four-digit pairing PIN
-     * @description Mints a four-digit PIN for pairing the streaming client with the running instance. A new PIN
+     * @description Mints a four-digit PIN for pairing the streaming client with the running instance, under the name the body gives (`deviceName`, default "Streaming client"); the paired device then appears in `GET /api/v1/devices` and stays paired in later sessions. A new PIN
      *     replaces the previous one. Errors: 409 SESSION_NOT_RUNNING when no session is active (or it is
      *     stopping); 409 NOT_READY while `ready` is false.
      *
@@ -170,6 +170,50 @@ export interface paths {
      */
     post: operations["createVpnKey"];
     delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v1/devices": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The streaming devices paired with your machine
+     * @description The devices paired with the account's streaming host, as the platform recorded them from it when they paired. Sunshine keeps its pairings on the account's storage volume, so a device paired once is still paired in the next session. `lastUsedAt` is the last time the host reported a streaming client while the device was paired (Sunshine does not say which paired device streamed). Removed devices are not listed.
+     *
+     *     Rate limit: read bucket, 60 requests per minute per account.
+     */
+    get: operations["listDevices"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v1/devices/{id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Unpair a device
+     * @description Unpairs the device: it leaves the list at once, and the streaming host forgets it now when a session runs, otherwise when the next session's host comes up. Errors: 404 NOT_FOUND for an id the account has no device with (or one already removed); 400 VALIDATION_ERROR naming `id` when it is not a UUID.
+     *
+     *     Rate limit: write bucket, 20 requests per minute per account.
+     */
+    delete: operations["removeDevice"];
     options?: never;
     head?: never;
     patch?: never;
@@ -580,6 +624,13 @@ export interface components {
        */
       region?: string;
     };
+    PairingRequest: {
+      /**
+       * @description The name the device pairs under (what `GET /api/v1/devices` lists), e.g. `living-room-tv`.
+       * @example living-room-tv
+       */
+      deviceName?: string;
+    };
     PairingPin: {
       /**
        * @description Four-digit PIN to enter in the streaming client. Leading zeros are significant.
@@ -613,6 +664,31 @@ export interface components {
        * @description When the key can no longer be used to join.
        */
       expiresAt: string;
+    };
+    Device: {
+      /**
+       * Format: uuid
+       * @description The platform's id of the device (for `DELETE /api/v1/devices/{id}`).
+       */
+      id: string;
+      /**
+       * @description The name it paired with.
+       * @example living-room-tv
+       */
+      name: string;
+      /**
+       * Format: date-time
+       * @description When the platform recorded it paired.
+       */
+      pairedAt: string;
+      /**
+       * Format: date-time
+       * @description The last time the host reported a streaming client while this device was paired; null before any.
+       */
+      lastUsedAt: string | null;
+    };
+    DeviceList: {
+      items: components["schemas"]["Device"][];
     };
     /**
      * @description Storage tier of the account's game-library volume. `none`: no volume (size 0, nothing billed).
@@ -1172,7 +1248,11 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
-    requestBody?: never;
+    requestBody?: {
+      content: {
+        "application/json": components["schemas"]["PairingRequest"];
+      };
+    };
     responses: {
       /** @description A fresh PIN. */
       200: {
@@ -1247,6 +1327,65 @@ export interface operations {
       401: components["responses"]["Unauthorized"];
       405: components["responses"]["MethodNotAllowed"];
       409: components["responses"]["Conflict"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+      503: components["responses"]["ServiceUnavailable"];
+    };
+  };
+  listDevices: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The paired devices, oldest first. */
+      200: {
+        headers: {
+          "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+          "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+          "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["DeviceList"];
+        };
+      };
+      401: components["responses"]["Unauthorized"];
+      405: components["responses"]["MethodNotAllowed"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+      503: components["responses"]["ServiceUnavailable"];
+    };
+  };
+  removeDevice: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The device's id, from `GET /api/v1/devices`. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Unpaired (on the host now, or at the next session's start). */
+      204: {
+        headers: {
+          "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+          "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+          "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      404: components["responses"]["NotFound"];
+      405: components["responses"]["MethodNotAllowed"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
       503: components["responses"]["ServiceUnavailable"];

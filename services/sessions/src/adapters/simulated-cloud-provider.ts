@@ -10,6 +10,7 @@ import {
 import type { StreamingCredentials } from "../domain/streaming-credentials";
 import { accountNetworkTag } from "@cgs/shared";
 import type { SimulatedHosts } from "./simulated-hosts";
+import type { HostClient } from "./streaming-host";
 
 export interface SimulatorSettings {
   region: string;
@@ -40,6 +41,8 @@ export interface SimVolume {
   sizeGb: number;
   availabilityZone: string;
   attachedTo: string | null;
+  /** Sunshine's paired clients, which the image keeps on the account volume (so pairing outlives the instance). */
+  hostClients: HostClient[];
 }
 
 export interface CloudCallCounts {
@@ -183,6 +186,15 @@ export class SimulatedCloudProvider implements CloudProvider {
     return [];
   }
 
+  /** Sunshine's client list on the host at this address: the one on its attached account volume. */
+  hostClientsAt(privateIp: string): HostClient[] | undefined {
+    for (const i of this.instances.values()) {
+      if (i.privateIp !== privateIp || i.terminated) continue;
+      for (const v of this.volumes.values()) if (v.attachedTo === i.instanceId) return v.hostClients;
+    }
+    return undefined;
+  }
+
   /** The streaming-host credentials installed at launch on the live instance with this private IP. */
   installedCredentials(privateIp: string): StreamingCredentials | undefined {
     for (const i of this.instances.values()) {
@@ -234,7 +246,7 @@ export class SimulatedCloudProvider implements CloudProvider {
   createVolume(request: CreateVolumeRequest): Promise<{ volumeId: string }> {
     this.calls.createVolume += 1;
     const volumeId = `vol-${hex(8)}${hex(1).slice(0, 1)}`;
-    this.volumes.set(volumeId, { volumeId, ...request, attachedTo: null });
+    this.volumes.set(volumeId, { volumeId, ...request, attachedTo: null, hostClients: [] });
     return Promise.resolve({ volumeId });
   }
 

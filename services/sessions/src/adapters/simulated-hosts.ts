@@ -10,10 +10,13 @@ export interface SimulatedHostSettings {
   sampleIntervalMs: number;
   /** Whether Sunshine on the host at this address answers (the streaming-host simulator). */
   sunshineAnswers(hostIp: string): boolean;
+  /** A pretend client connecting finishes a pairing the host is waiting for (the streaming-host simulator). */
+  clientConnected?(hostIp: string): void;
   logger?: AgentLogger;
 }
 
 interface SimulatedHost {
+  privateIp: string;
   agent: HostAgent;
   loop: { stop(): Promise<void> };
   sink: SqsReportSink;
@@ -47,7 +50,7 @@ export class SimulatedHosts {
       endpoint: this.settings.endpoint,
     });
     const fingerprint = randomBytes(32).toString("hex");
-    const host: Partial<SimulatedHost> = { clients: 0, lastInputAt: Date.now(), sink };
+    const host: Partial<SimulatedHost> = { privateIp, clients: 0, lastInputAt: Date.now(), sink };
     const agent = new HostAgent(
       {
         sessionId: request.sessionId,
@@ -95,6 +98,7 @@ export class SimulatedHosts {
     const host = this.hosts.get(instanceId);
     if (!host) return undefined;
     if (input.connected !== undefined) host.clients = input.connected ? 1 : 0;
+    if (input.connected) this.settings.clientConnected?.(host.privateIp);
     if (input.input) host.lastInputAt = Date.now();
     await host.agent.tick();
     return { clientsConnected: host.clients, lastInputAt: new Date(host.lastInputAt).toISOString() };

@@ -5,7 +5,8 @@ import * as https from "node:https";
 import type { AddressInfo } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import { HostIdentityError, SunshineStreamingHost, normalizeFingerprint } from "./streaming-host";
+import { normalizeFingerprint } from "@cgs/host-agent";
+import { HostIdentityError, SunshineStreamingHost } from "./streaming-host";
 
 const SESSION = "3f1c2d9e-0000-4000-8000-000000000001";
 const CREDENTIALS = { username: "cgs-0a1b2c3d", password: "s3cret-password" };
@@ -56,6 +57,8 @@ interface SunshineServer {
   connections: number;
   requests: { method: string; path: string; authorization?: string; body: string }[];
   pins: { pin: string; name: string }[];
+  /** Sunshine's named_certs: a client is paired when its PIN arrives (the client's side finishes at once). */
+  clients: { name: string; uuid: string }[];
   refuseNext: number;
   close(): Promise<void>;
 }
@@ -66,6 +69,7 @@ async function startSunshine(identity: Identity): Promise<SunshineServer> {
   const state = { connections: 0, refuseNext: 0 };
   const requests: SunshineServer["requests"] = [];
   const pins: SunshineServer["pins"] = [];
+  const clients: SunshineServer["clients"] = [];
   const server = https.createServer({ key: identity.key, cert: identity.cert }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -88,7 +92,20 @@ async function startSunshine(identity: Identity): Promise<SunshineServer> {
       if (req.method === "POST" && req.url === "/api/pin") {
         const { pin, name } = JSON.parse(body) as { pin: string; name: string };
         pins.push({ pin, name });
+        clients.push({ name, uuid: `C0FFEE00-0000-4000-8000-${String(clients.length).padStart(12, "0")}` });
         return reply(200, { status: "true" });
+      }
+      if (req.method === "GET" && req.url === "/api/clients/list") {
+        return reply(200, {
+          named_certs: clients.map((c) => ({ ...c, cert: "-----BEGIN CERTIFICATE-----" })),
+          status: true,
+        });
+      }
+      if (req.method === "POST" && req.url === "/api/clients/unpair") {
+        const { uuid } = JSON.parse(body) as { uuid: string };
+        const at = clients.findIndex((c) => c.uuid === uuid);
+        if (at >= 0) clients.splice(at, 1);
+        return reply(200, { status: true });
       }
       reply(404, { error: "Not Found" });
     });
@@ -104,6 +121,7 @@ async function startSunshine(identity: Identity): Promise<SunshineServer> {
     },
     requests,
     pins,
+    clients,
     get refuseNext() {
       return state.refuseNext;
     },
@@ -155,6 +173,25 @@ describe("SunshineStreamingHost pins the host certificate", () => {
       path: "/api/pin",
       authorization: `Basic ${Buffer.from(`${CREDENTIALS.username}:${CREDENTIALS.password}`).toString("base64")}`,
     });
+  });
+
+  it("when clients are listed and one is unpaired, then the adapter reads Sunshine's named_certs and unpairs by uuid, pinned", async () => {
+    const host = hostPinnedTo(hostIdentity.fingerprint);
+    await host.submitPin("127.0.0.1", SESSION, "1111", "living-room-tv");
+    await host.submitPin("127.0.0.1", SESSION, "2222", "phone");
+    const listed = await host.listClients("127.0.0.1", SESSION);
+    expect(listed.map((c) => c.name)).toEqual(expect.arrayContaining(["living-room-tv", "phone"]));
+    const tv = listed.find((c) => c.name === "living-room-tv")!;
+    await host.unpairClient("127.0.0.1", SESSION, tv.id);
+    expect(sunshine.requests.at(-1)).toMatchObject({
+      method: "POST",
+      path: "/api/clients/unpair",
+      body: JSON.stringify({ uuid: tv.id }),
+    });
+    expect((await host.listClients("127.0.0.1", SESSION)).map((c) => c.name)).not.toContain("living-room-tv");
+    await expect(
+      hostPinnedTo(impostorIdentity.fingerprint).listClients("127.0.0.1", SESSION),
+    ).rejects.toThrow(HostIdentityError);
   });
 
   it("when the fingerprint is reported in another spelling (plain lower-case hex), then it still matches", async () => {

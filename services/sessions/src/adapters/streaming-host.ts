@@ -1,7 +1,9 @@
+import { randomUUID } from "node:crypto";
 import * as https from "node:https";
 import * as net from "node:net";
 import type { Duplex } from "node:stream";
 import * as tls from "node:tls";
+import { normalizeFingerprint } from "@cgs/host-agent";
 import type { StreamingCredentials } from "../domain/streaming-credentials";
 
 /** The streaming server on a session's instance (Sunshine): readiness and pairing, with that instance's own credentials. */
@@ -10,6 +12,16 @@ export interface StreamingHost {
   isReady(hostIp: string, sessionId: string): Promise<boolean>;
   /** Hands a pairing PIN to the host (Sunshine's POST /api/pin). Throws when the host does not accept it. */
   submitPin(hostIp: string, sessionId: string, pin: string, clientName: string): Promise<void>;
+  /** The streaming clients paired with the host (Sunshine's GET /api/clients/list). */
+  listClients(hostIp: string, sessionId: string): Promise<HostClient[]>;
+  /** Unpairs one client (Sunshine's POST /api/clients/unpair); succeeds when it is not paired (any more). */
+  unpairClient(hostIp: string, sessionId: string, clientId: string): Promise<void>;
+}
+
+/** A streaming client paired with the host: Sunshine's uuid of its certificate and the name it paired with. */
+export interface HostClient {
+  id: string;
+  name: string;
 }
 
 /** The session's own streaming-host credentials (undefined when none were issued). */
@@ -35,12 +47,6 @@ export class HostIdentityError extends Error {
     super(message);
     this.name = "HostIdentityError";
   }
-}
-
-/** Lower-case hex without separators, or undefined when it is not a SHA-256 fingerprint. */
-export function normalizeFingerprint(value: string | undefined): string | undefined {
-  const hex = value?.replace(/[:\s]/g, "").toLowerCase();
-  return hex && /^[0-9a-f]{64}$/.test(hex) ? hex : undefined;
 }
 
 interface HostReply {
@@ -162,6 +168,25 @@ export class SunshineStreamingHost implements StreamingHost {
     }
     if (status === false || status === "false") throw new Error("streaming host did not accept the PIN");
   }
+
+  async listClients(hostIp: string, sessionId: string): Promise<HostClient[]> {
+    const res = await this.request(hostIp, sessionId, "GET", "/api/clients/list");
+    if (res.status < 200 || res.status >= 300)
+      throw new Error(`streaming host answered ${res.status} to /api/clients/list`);
+    // Sunshine answers {"named_certs": [{"name": ..., "uuid": ...}], "status": true}.
+    const body = JSON.parse(res.text) as { named_certs?: { name?: unknown; uuid?: unknown }[] };
+    return (body.named_certs ?? []).flatMap((c) =>
+      typeof c.uuid === "string" && c.uuid
+        ? [{ id: c.uuid, name: typeof c.name === "string" ? c.name : "" }]
+        : [],
+    );
+  }
+
+  async unpairClient(hostIp: string, sessionId: string, clientId: string): Promise<void> {
+    const res = await this.request(hostIp, sessionId, "POST", "/api/clients/unpair", { uuid: clientId });
+    if (res.status < 200 || res.status >= 300)
+      throw new Error(`streaming host answered ${res.status} to /api/clients/unpair`);
+  }
 }
 
 export interface SimulatedStreamingHostSettings {
@@ -171,6 +196,8 @@ export interface SimulatedStreamingHostSettings {
   credentials?: CredentialLookup;
   /** The credentials installed on the host at this address at launch (the cloud simulator's record). */
   installed?: (hostIp: string) => StreamingCredentials | undefined;
+  /** Sunshine's client list as the host at this address keeps it: on its account volume (the cloud simulator's). */
+  clientsOf?: (hostIp: string) => HostClient[] | undefined;
 }
 
 /**
@@ -226,9 +253,39 @@ export class SimulatedStreamingHost implements StreamingHost {
     return this.answers(hostIp) && (await this.accepts(hostIp, sessionId));
   }
 
-  async submitPin(hostIp: string, sessionId: string, pin: string, clientName: string): Promise<void> {
+  private async reachable(hostIp: string, sessionId: string, path: string): Promise<void> {
     if (!this.answers(hostIp)) throw new Error(`streaming host ${hostIp} is not answering`);
-    if (!(await this.accepts(hostIp, sessionId))) throw new Error("streaming host answered 401 to /api/pin");
+    if (!(await this.accepts(hostIp, sessionId))) throw new Error(`streaming host answered 401 to ${path}`);
+  }
+
+  async submitPin(hostIp: string, sessionId: string, pin: string, clientName: string): Promise<void> {
+    await this.reachable(hostIp, sessionId, "/api/pin");
     this.pins.set(hostIp, { pin, name: clientName });
+  }
+
+  /**
+   * The client's side of pairing (what Moonlight does with the PIN): the host's pending PIN becomes a paired client
+   * under its name, kept on the account volume. The pretend streaming client does this when it connects.
+   */
+  completePairing(hostIp: string): HostClient | undefined {
+    const pending = this.pins.get(hostIp);
+    const clients = this.settings.clientsOf?.(hostIp);
+    if (!pending || !clients) return undefined;
+    this.pins.delete(hostIp);
+    const client = { id: randomUUID().toUpperCase(), name: pending.name };
+    clients.push(client);
+    return client;
+  }
+
+  async listClients(hostIp: string, sessionId: string): Promise<HostClient[]> {
+    await this.reachable(hostIp, sessionId, "/api/clients/list");
+    return [...(this.settings.clientsOf?.(hostIp) ?? [])];
+  }
+
+  async unpairClient(hostIp: string, sessionId: string, clientId: string): Promise<void> {
+    await this.reachable(hostIp, sessionId, "/api/clients/unpair");
+    const clients = this.settings.clientsOf?.(hostIp);
+    const at = clients?.findIndex((c) => c.id === clientId) ?? -1;
+    if (clients && at >= 0) clients.splice(at, 1);
   }
 }

@@ -1,5 +1,6 @@
 import { metrics } from "@cgs/shared";
 import { hasValidSignature, parseSignedHostReport, type HostReport } from "@cgs/host-agent";
+import { touchDevicesOfSessions } from "../data/device-repository";
 import {
   applyHostObservations,
   findSessionsByIds,
@@ -97,6 +98,12 @@ export async function ingestHostReports(
     certSha256: report.certSha256,
   }));
   const applied = await applyHostObservations(deps.db, observations);
+  const streaming = observations.filter((o) => o.clientsConnected > 0 && applied.has(o.sessionId));
+  await touchDevicesOfSessions(
+    deps.db,
+    streaming.map((o) => o.sessionId),
+    receivedAt,
+  );
   for (const { index, report } of newest.values())
     if (applied.has(report.sessionId)) outcomes[index] = "applied";
   for (const outcome of outcomes) metrics.hostReports.labels(outcome).inc();

@@ -6,12 +6,14 @@ import {
   deleteVolumeRow,
   findActiveSession,
   findActiveSessionIds,
+  findSession,
   markSeenRunning,
   releaseLeases,
   updateSessionIf,
   volumesPendingDeletion,
 } from "../data/session-repository";
 import type { SessionRow } from "../data/session-tables";
+import { syncDevicesQuietly } from "./devices";
 import { failSession } from "./session-failure";
 import { publishSessionStarted } from "./session-events";
 import type { ReconcilerSettings, SessionsDomainDeps } from "./session-deps";
@@ -85,8 +87,12 @@ export class Reconciler {
           );
           report.cloudCalls += calls;
           note(transition);
-          if (transition === "ready")
+          if (transition === "ready") {
             metrics.startToReady.observe((this.deps.clock.now().getTime() - row.createdAt.getTime()) / 1000);
+            // The host is up: devices removed while no session ran are unpaired now, new ones recorded.
+            const ready = await findSession(this.deps.db, row.id);
+            if (ready) await syncDevicesQuietly(this.deps, ready);
+          }
         } catch (err) {
           this.deps.logger.error(
             { err, sessionId: row.id },

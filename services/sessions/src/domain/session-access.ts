@@ -2,6 +2,7 @@ import { createHmac, randomInt } from "node:crypto";
 import { AppError, accountNetworkTag, metrics } from "@cgs/shared";
 import { findActiveSession, findLatestSession, savePinDigest } from "../data/session-repository";
 import type { SessionRow } from "../data/session-tables";
+import { syncDevicesQuietly } from "./devices";
 import type { SessionsDomainDeps } from "./session-deps";
 import { statusView, toSessionStatus, type SessionStatus } from "./session-status";
 
@@ -32,7 +33,11 @@ export function pinDigest(secret: string, sessionId: string, pin: string): strin
 }
 
 /** Mints a four-digit PIN (CSPRNG), hands it to the streaming host, keeps only its HMAC. */
-export async function createPairingPin(deps: SessionsDomainDeps, accountId: string): Promise<PairingPin> {
+export async function createPairingPin(
+  deps: SessionsDomainDeps,
+  accountId: string,
+  deviceName = "Streaming client",
+): Promise<PairingPin> {
   const { settings, streamingHost, logger, clock } = deps;
   const { pairing } = settings;
   const session = await liveSession(deps, accountId);
@@ -45,7 +50,7 @@ export async function createPairingPin(deps: SessionsDomainDeps, accountId: stri
   let accepted = false;
   for (let attempt = 1; attempt <= pairing.attempts && !accepted; attempt += 1) {
     try {
-      await streamingHost.submitPin(session.privateNetIp, session.id, pin, "cgs-client");
+      await streamingHost.submitPin(session.privateNetIp, session.id, pin, deviceName);
       accepted = true;
     } catch (err) {
       lastError = err;
@@ -62,7 +67,21 @@ export async function createPairingPin(deps: SessionsDomainDeps, accountId: stri
   }
   const expiresAt = new Date(clock.now().getTime() + pairing.pinTtlSeconds * 1000);
   await savePinDigest(deps.db, session.id, pinDigest(pairing.pinHashSecret, session.id, pin), expiresAt);
+  recordPairedDevice(deps, session);
   return { pin, expiresAt: expiresAt.toISOString() };
+}
+
+/**
+ * The client finishes pairing on its side moments after the host took the PIN: the host's client list is read a
+ * few times after it (in the background), and what is new is recorded as a paired device.
+ */
+function recordPairedDevice(deps: SessionsDomainDeps, session: SessionRow): void {
+  const delays = [0, 2_000, 5_000, 10_000];
+  const attempt = async (n: number): Promise<void> => {
+    if ((await syncDevicesQuietly(deps, session)).length > 0 || n + 1 >= delays.length) return;
+    setTimeout(() => void attempt(n + 1), delays[n + 1]).unref();
+  };
+  void attempt(0);
 }
 
 export async function getConnectInfo(

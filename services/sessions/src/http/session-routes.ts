@@ -16,6 +16,17 @@ const startBodySchema = z
   })
   .strict();
 
+const pairBodySchema = z
+  .object({
+    deviceName: z
+      .string()
+      .min(1)
+      .max(40)
+      .regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]*$/, "must be letters, digits, spaces, dots, dashes or underscores")
+      .optional(),
+  })
+  .strict();
+
 /** /api/v1/sessions/*: thin handlers over the domain use cases; the service's own JWT check runs first. */
 export function sessionRoutes(deps: SessionsDomainDeps): (router: Router) => void {
   return (router) => {
@@ -41,9 +52,10 @@ export function sessionRoutes(deps: SessionsDomainDeps): (router: Router) => voi
       res.set("Cache-Control", "no-store");
       res.status(200).json(await keepPlaying(deps, getPrincipal(res).identityUserId));
     });
-    router.post("/sessions/pair", async (_req, res) => {
+    router.post("/sessions/pair", async (req, res) => {
+      const body = parseBody(pairBodySchema, req.body ?? {});
       res.set("Cache-Control", "no-store");
-      res.status(200).json(await createPairingPin(deps, getPrincipal(res).identityUserId));
+      res.status(200).json(await createPairingPin(deps, getPrincipal(res).identityUserId, body.deviceName));
     });
     router.get("/sessions/connect", async (_req, res) => {
       res.status(200).json(await getConnectInfo(deps, getPrincipal(res).identityUserId));
