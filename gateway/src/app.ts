@@ -172,6 +172,14 @@ export function createApp(deps: GatewayDeps): http.RequestListener {
     }),
   );
 
+  if (config.LOCAL_CHECKOUT) {
+    // Development only (the config refuses it in production): billing's stand-in for Stripe's hosted page, on
+    // the one origin and under the pages' CSP, like the rest of the player's journey.
+    app.use("/local-checkout", limiters.forBucket({ bucket: "read", scope: "ip" }), (req, res, next) =>
+      forward(req, res, next, { upstream: config.BILLING_URL, owner: "billing", body: "stream" }),
+    );
+  }
+
   const documentJson = JSON.stringify(doc);
   app.get("/openapi.json", limiters.forBucket({ bucket: "read", scope: "ip" }), (_req, res) => {
     res.type("application/json").send(documentJson);

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { commonServiceEnv, envInt, envUrl, loadConfig } from "@cgs/shared";
+import { commonServiceEnv, envBoolean, envInt, envUrl, loadConfig } from "@cgs/shared";
 
 const trustProxy = z
   .string()
@@ -11,7 +11,7 @@ const trustProxy = z
     return v;
   });
 
-export const gatewayEnvSchema = z.object({
+const gatewayEnvShape = z.object({
   ...commonServiceEnv(8080),
   APP_VERSION: z.string().default("0.1.0").describe("Build version reported by GET /api/v1/health"),
   PUBLIC_BASE_URL: envUrl()
@@ -100,6 +100,19 @@ export const gatewayEnvSchema = z.object({
     .describe(
       "Signs the portal's login-state cookie (OIDC state + PKCE verifier) and encrypts its refresh-token cookie (cgs_refresh); required in production",
     ),
+  LOCAL_CHECKOUT: envBoolean(false).describe(
+    "Development only (refused in production): serve billing's local Checkout stand-in (PAYMENT_PROVIDER=local) at /local-checkout/ on this origin",
+  ),
+});
+
+export const gatewayEnvSchema = gatewayEnvShape.superRefine((config, ctx) => {
+  if (config.NODE_ENV === "production" && config.LOCAL_CHECKOUT) {
+    ctx.addIssue({
+      code: z.ZodIssueCode.custom,
+      path: ["LOCAL_CHECKOUT"],
+      message: "is a development stand-in for Stripe's page and is not allowed in production",
+    });
+  }
 });
 
 export type GatewayConfig = z.output<typeof gatewayEnvSchema>;

@@ -49,6 +49,50 @@ describe("npm start", () => {
     expect(await res.json()).toHaveProperty("fps");
   });
 
+  test("when a player tops up, then the local checkout page is on the gateway's origin under its strict CSP and paying there credits the wallet", async () => {
+    const accessToken = localToken(`checkout-${Date.now()}@example.com`);
+    const auth = { authorization: `Bearer ${accessToken}` };
+    const topup = await fetch(`${platform.base}/api/v1/credits/topup`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json", "idempotency-key": `${Date.now()}-checkout` },
+      body: JSON.stringify({ amount: 2_000 }),
+    });
+    expect(topup.status).toBe(200);
+    const { checkoutUrl } = (await topup.json()) as { checkoutUrl: string };
+    expect(checkoutUrl).toMatch(new RegExp(`^${platform.base}/local-checkout/cs_local_`));
+
+    const page = await fetch(checkoutUrl);
+    expect(page.status).toBe(200);
+    const csp = page.headers.get("content-security-policy") ?? "";
+    for (const directive of [
+      "default-src 'self'",
+      "style-src 'self'",
+      "script-src 'self'",
+      "form-action 'self'",
+    ])
+      expect(csp).toContain(directive);
+    expect(csp).not.toContain("unsafe-inline");
+    const html = await page.text();
+    expect(html).not.toContain("<style");
+    const stylesheet = await fetch(`${platform.base}/local-checkout/style.css`);
+    expect(stylesheet.headers.get("content-type")).toMatch(/^text\/css/);
+
+    const paid = await fetch(`${checkoutUrl}/pay`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { origin: platform.base },
+    });
+    expect(paid.status).toBe(303);
+    expect(paid.headers.get("location")).toMatch(new RegExp(`^${platform.base}/`));
+    await waitUntil(
+      async () => {
+        const me = await fetch(`${platform.base}/api/v1/credits/me`, { headers: auth });
+        return ((await me.json()) as { balance: number }).balance > 0 ? true : undefined;
+      },
+      { timeoutMs: 15_000, description: "the top-up credited" },
+    );
+  });
+
   test("when a request crosses the gateway into a service, then both processes report spans of one trace", async () => {
     const accessToken = localToken(`trace-${Date.now()}@example.com`);
     await fetch(`${platform.base}/api/v1/session`, { headers: { authorization: `Bearer ${accessToken}` } });

@@ -218,6 +218,8 @@ async function main() {
         services.filter((s) => s.urlVar).map((s) => [s.urlVar, `http://127.0.0.1:${s.port}`]),
       ),
     };
+    // Billing's stand-in for Stripe's page (PAYMENT_PROVIDER=local outside production) on the gateway's origin.
+    if (service.name === "gateway") own.LOCAL_CHECKOUT = "true";
     delete own.DATABASE_URL;
     delete own.TEST_DATABASE_URL;
     delete own.REDIS_URL;
