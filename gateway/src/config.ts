@@ -50,8 +50,20 @@ const gatewayEnvShape = z.object({
     "Max wait for one Redis rate-limit call (one per event-loop turn covers every key); past it this replica counts on its own, in ms",
   ),
   GATEWAY_REPLICAS: envInt(1, 1).describe(
-    "Gateway replicas sharing the Redis budget; while Redis is unreachable each replica allows limit / replicas",
+    "Gateway replicas serving, when GATEWAY_PEERS_DNS is unset or has not answered yet; while Redis is unreachable each replica allows limit / replicas",
   ),
+  GATEWAY_PEERS_DNS: z
+    .string()
+    .regex(/^[A-Za-z0-9.-]+$/, "must be a DNS name")
+    .optional()
+    .describe(
+      "DNS name of a headless Service listing the ready gateway pods (the chart's <gateway>-peers); its address count, asked every 5 s, is the replica count while Redis is unreachable. Unset: GATEWAY_REPLICAS",
+    ),
+  GATEWAY_PEERS_DNS_SERVER: z
+    .string()
+    .regex(/^[^\s:]+:\d+$/, "must be host:port")
+    .optional()
+    .describe("DNS server (host:port) asked for GATEWAY_PEERS_DNS; unset = the system's resolver"),
   RATE_LIMIT_WINDOW_MS: envInt(60_000, 1).describe("Rate-limit window, in ms"),
   RATE_LIMIT_READ: envInt(60, 1).describe(
     "Read (GET) requests per window per account / per IP on public routes",
