@@ -1,5 +1,9 @@
 import { spawnSync } from "node:child_process";
+import { mkdtempSync } from "node:fs";
 import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { freePort } from "@cgs/shared/testing/ports";
 import { waitUntil } from "@cgs/shared/testing/queue";
 import { launchPlatform, localToken, portOpen, repoRoot, type LaunchedPlatform } from "./launch-platform";
 
@@ -20,6 +24,20 @@ describe("npm start", () => {
     const contract = await fetch(`${platform.base}/openapi.json`);
     expect(contract.status).toBe(200);
     expect(((await contract.json()) as { openapi: string }).openapi).toMatch(/^3\.0\./);
+  });
+
+  test("when npm start has come up, then its processes run on Node 24 and each peer took one line", async () => {
+    for (const port of [platform.gatewayPort, ...platform.servicePorts]) {
+      const metrics = await (await fetch(`http://127.0.0.1:${port + 1000}/metrics`)).text();
+      expect(metrics).toMatch(/^nodejs_version_info\{version="v24\./m);
+    }
+    const started = platform.output().split("platform up in")[0]!;
+    for (const peer of ["moto", "stripe-mock", "keycloak", "mailpit", "node 24"]) {
+      const lines = started.split("\n").filter((l) => l.startsWith(`[platform] ${peer}: `));
+      expect({ peer, lines: lines.length }).toEqual({ peer, lines: 1 });
+    }
+    // The peer scripts' own output (and any package manager's) goes to their logs, not the terminal.
+    expect(started).not.toContain("[peers]");
   });
 
   test("when every service is up, then each answers its own readiness probe", async () => {
@@ -118,6 +136,37 @@ describe("npm start", () => {
       expect(await portOpen(port)).toBe(false);
     }
   }, 30_000);
+});
+
+describe("npm start when a peer cannot be installed", () => {
+  test("when a peer's install fails, then that peer's line says so with the end of its log, and npm start exits 1", async () => {
+    const empty = mkdtempSync(path.join(os.tmpdir(), "cgs-empty-cache-"));
+    // stripe-mock on a port of its own, an empty cache and no Go toolchain: its install cannot succeed.
+    const run = spawnSync(process.execPath, ["test/platform/start.mjs", "--skip-observability"], {
+      cwd: repoRoot,
+      env: {
+        ...process.env,
+        PATH: "/usr/bin:/bin",
+        CGS_CACHE_DIR: empty,
+        CGS_STATE_DIR: path.join(empty, "state"),
+        STRIPE_MOCK_PORT: String(await freePort()),
+        STRIPE_MOCK_HTTPS_PORT: String(await freePort()),
+        PORT: "18390",
+        SERVICES_PORT_BASE: "18391",
+      },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(run.status).toBe(1);
+    const lines = run.stderr.split("\n");
+    const failed = lines.findIndex((l) =>
+      /^\[platform\] stripe-mock: FAILED after [\d.]+ s; the last lines of /.test(l),
+    );
+    expect(failed).toBeGreaterThanOrEqual(0);
+    expect(lines.slice(failed + 1).join("\n")).toMatch(/^ {4}\[peers\] stripe-mock: ERROR: go is required/m);
+    // Nothing of the peer scripts reaches the terminal except that tail.
+    expect(lines.filter((l) => l.startsWith("[peers]"))).toEqual([]);
+  }, 90_000);
 });
 
 describe("npm start beside something already listening", () => {
