@@ -7,7 +7,7 @@ cd "$root"
 
 bash test/peers/up.sh postgres redis moto stripe-mock keycloak mailpit
 bash test/peers/chromium.sh
-bash test/peers/dnsmasq.sh
+bash test/peers/peer.sh dnsmasq install
 bash test/peers/helm.sh >/dev/null
 # promtool (alert unit tests) comes with Debian's prometheus; the platform's observability test starts
 # Prometheus and Zipkin itself, on its own ports, from these installs.

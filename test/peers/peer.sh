@@ -2,7 +2,7 @@
 # One real peer the tests and `npm start` talk to: install it from a package registry (cached), start it in the
 # background on loopback, stop it, report its status, or print the env lines that point clients at it.
 #
-#   test/peers/peer.sh <postgres|redis|moto|stripe-mock|keycloak|mailpit|prometheus|zipkin> <install|start|stop|status|env>
+#   test/peers/peer.sh <postgres|redis|moto|stripe-mock|keycloak|mailpit|prometheus|zipkin|dnsmasq> <install|start|stop|status|env>
 #
 # Progress goes to stderr; `env` prints `export NAME=value` lines on stdout. A peer whose port already answers is
 # left alone, an installed peer is not installed again. Logs and data live under $CGS_STATE_DIR, downloads and
@@ -705,14 +705,34 @@ zipkin_env() {
   echo "export OTEL_EXPORTER_ZIPKIN_ENDPOINT=http://127.0.0.1:$ZIPKIN_PORT/api/v2/spans"
 }
 
+# ---------------------------------------------------------------- dnsmasq
+
+# Debian's dnsmasq-base (no service): the gateway's fault tests each run one on a port of their own
+# (shared/src/testing/own-dnsmasq.ts) to publish a headless Service's records. Only `install` applies.
+dnsmasq_install() {
+  if command -v dnsmasq >/dev/null; then
+    log "already installed: $(dnsmasq --version | head -n 1)"
+    return
+  fi
+  local t0
+  t0="$(now)"
+  apt_install dnsmasq-base
+  log "installed in $(since "$t0")s"
+}
+dnsmasq_only_install() { die "each test starts its own dnsmasq; only install applies"; }
+dnsmasq_start() { dnsmasq_only_install; }
+dnsmasq_stop() { dnsmasq_only_install; }
+dnsmasq_status() { command -v dnsmasq >/dev/null; }
+dnsmasq_env() { :; }
+
 # ---------------------------------------------------------------- dispatch
 
 usage() {
-  echo "usage: $0 <postgres|redis|moto|stripe-mock|keycloak|mailpit|prometheus|zipkin> <install|start|stop|status|env>" >&2
+  echo "usage: $0 <postgres|redis|moto|stripe-mock|keycloak|mailpit|prometheus|zipkin|dnsmasq> <install|start|stop|status|env>" >&2
   exit 2
 }
 
-case "$PEER" in postgres | redis | moto | stripe-mock | keycloak | mailpit | prometheus | zipkin) ;; *) usage ;; esac
+case "$PEER" in postgres | redis | moto | stripe-mock | keycloak | mailpit | prometheus | zipkin | dnsmasq) ;; *) usage ;; esac
 case "$ACTION" in
 install | start | stop)
   # Ports are machine-wide: one install/start/stop per peer at a time (parallel test runs call this too).

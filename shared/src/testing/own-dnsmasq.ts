@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { freePort } from "./ports";
 
-/** A dnsmasq of the test's own on a free port, publishing the A records the test sets (test/peers/dnsmasq.sh). */
+/** A dnsmasq of the test's own on a free port, publishing the A records the test sets (`bash test/peers/peer.sh dnsmasq install`). */
 export interface OwnDnsmasq {
   /** host:port to ask. */
   server: string;
@@ -47,7 +47,8 @@ export async function startOwnDnsmasq(bin = process.env.DNSMASQ_BIN ?? "dnsmasq"
   const answered = async (name: string, want: string[]): Promise<void> => {
     const deadline = Date.now() + 10_000;
     for (;;) {
-      if (exited) throw new Error(`${bin} exited (is dnsmasq installed? bash test/peers/dnsmasq.sh)`);
+      if (exited)
+        throw new Error(`${bin} exited (is dnsmasq installed? bash test/peers/peer.sh dnsmasq install)`);
       const got = await resolver.resolve4(name).catch(() => [] as string[]);
       if (got.length === want.length && want.every((a) => got.includes(a))) return;
       if (Date.now() > deadline) throw new Error(`dnsmasq on ${server} did not answer ${name} with ${want}`);
