@@ -24,6 +24,7 @@ import {
 import type { GatewayConfig } from "./config";
 import { buildRouteTable, type RouteEntry, type UpstreamUrls } from "./http/route-table";
 import { createRateLimiters, type RedisCommandSender } from "./http/rate-limit-middleware";
+import { dnsReplicaCount, staticReplicaCount, type ReplicaCount } from "./http/replica-count";
 import { bearerChallenge, protectedResourceMetadata } from "./http/protected-resource-metadata";
 import { apiSecurityHeaders, securityHeaders } from "./http/security-headers";
 import { createUpstreamPool, createUpstreamProxy } from "./http/upstream-proxy";
@@ -46,6 +47,19 @@ export interface GatewayDeps {
   upstreamPool?: Dispatcher;
   /** The portal's OIDC client; defaults to discovery from OIDC_ISSUER. */
   oidc?: OidcClient;
+  /** Gateway replicas serving (rate limits while Redis is down); defaults to replicaCountFromConfig. */
+  replicas?: ReplicaCount;
+}
+
+/** GATEWAY_PEERS_DNS's address count when it is set (GATEWAY_REPLICAS until it answers), else GATEWAY_REPLICAS. */
+export function replicaCountFromConfig(config: GatewayConfig, logger?: Logger): ReplicaCount {
+  if (!config.GATEWAY_PEERS_DNS) return staticReplicaCount(config.GATEWAY_REPLICAS);
+  return dnsReplicaCount({
+    name: config.GATEWAY_PEERS_DNS,
+    server: config.GATEWAY_PEERS_DNS_SERVER,
+    fallback: config.GATEWAY_REPLICAS,
+    logger,
+  });
 }
 
 interface GatewayLocals extends Partial<AuthLocals> {
@@ -105,7 +119,7 @@ export function createApp(deps: GatewayDeps): http.RequestListener {
       webhook: config.RATE_LIMIT_WEBHOOK,
       resetEmail: config.RATE_LIMIT_RESET_EMAIL,
       resetEmailWindowMs: config.RATE_LIMIT_RESET_EMAIL_WINDOW_MS,
-      replicas: config.GATEWAY_REPLICAS,
+      replicas: deps.replicas ?? replicaCountFromConfig(config, logger),
       redisTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS,
     },
     deps.redis,
@@ -171,6 +185,14 @@ export function createApp(deps: GatewayDeps): http.RequestListener {
       openapi: doc,
     }),
   );
+
+  if (config.LOCAL_CHECKOUT) {
+    // Development only (the config refuses it in production): billing's stand-in for Stripe's hosted page, on
+    // the one origin and under the pages' CSP, like the rest of the player's journey.
+    app.use("/local-checkout", limiters.forBucket({ bucket: "read", scope: "ip" }), (req, res, next) =>
+      forward(req, res, next, { upstream: config.BILLING_URL, owner: "billing", body: "stream" }),
+    );
+  }
 
   const documentJson = JSON.stringify(doc);
   app.get("/openapi.json", limiters.forBucket({ bucket: "read", scope: "ip" }), (_req, res) => {

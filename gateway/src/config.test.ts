@@ -18,6 +18,18 @@ describe("loadGatewayConfig", () => {
     expect(config.REDIS_URL).toBeUndefined();
   });
 
+  it("when LOCAL_CHECKOUT is asked for in production, then start-up fails naming it", () => {
+    expect(loadGatewayConfig({ LOCAL_CHECKOUT: "true" }).LOCAL_CHECKOUT).toBe(true);
+    expect(loadGatewayConfig({}).LOCAL_CHECKOUT).toBe(false);
+    expect(() =>
+      loadGatewayConfig({
+        NODE_ENV: "production",
+        LOCAL_CHECKOUT: "true",
+        PORTAL_COOKIE_SECRET: "x".repeat(32),
+      }),
+    ).toThrow(/LOCAL_CHECKOUT.*not allowed in production/);
+  });
+
   it("when TRUST_PROXY is a hop count, then it becomes a number", () => {
     expect(loadGatewayConfig({ TRUST_PROXY: "2" }).TRUST_PROXY).toBe(2);
   });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { commonServiceEnv, envInt, envUrl, loadConfig } from "@cgs/shared";
+import { commonServiceEnv, envBoolean, envInt, envUrl, loadConfig } from "@cgs/shared";
 
 const trustProxy = z
   .string()
@@ -11,7 +11,7 @@ const trustProxy = z
     return v;
   });
 
-export const gatewayEnvSchema = z.object({
+const gatewayEnvShape = z.object({
   ...commonServiceEnv(8080),
   APP_VERSION: z.string().default("0.1.0").describe("Build version reported by GET /api/v1/health"),
   PUBLIC_BASE_URL: envUrl()
@@ -50,8 +50,20 @@ export const gatewayEnvSchema = z.object({
     "Max wait for one Redis rate-limit call (one per event-loop turn covers every key); past it this replica counts on its own, in ms",
   ),
   GATEWAY_REPLICAS: envInt(1, 1).describe(
-    "Gateway replicas sharing the Redis budget; while Redis is unreachable each replica allows limit / replicas",
+    "Gateway replicas serving, when GATEWAY_PEERS_DNS is unset or has not answered yet; while Redis is unreachable each replica allows limit / replicas",
   ),
+  GATEWAY_PEERS_DNS: z
+    .string()
+    .regex(/^[A-Za-z0-9.-]+$/, "must be a DNS name")
+    .optional()
+    .describe(
+      "DNS name of a headless Service listing the ready gateway pods (the chart's <gateway>-peers); its address count, asked every 5 s, is the replica count while Redis is unreachable. Unset: GATEWAY_REPLICAS",
+    ),
+  GATEWAY_PEERS_DNS_SERVER: z
+    .string()
+    .regex(/^[^\s:]+:\d+$/, "must be host:port")
+    .optional()
+    .describe("DNS server (host:port) asked for GATEWAY_PEERS_DNS; unset = the system's resolver"),
   RATE_LIMIT_WINDOW_MS: envInt(60_000, 1).describe("Rate-limit window, in ms"),
   RATE_LIMIT_READ: envInt(60, 1).describe(
     "Read (GET) requests per window per account / per IP on public routes",
@@ -100,6 +112,19 @@ export const gatewayEnvSchema = z.object({
     .describe(
       "Signs the portal's login-state cookie (OIDC state + PKCE verifier) and encrypts its refresh-token cookie (cgs_refresh); required in production",
     ),
+  LOCAL_CHECKOUT: envBoolean(false).describe(
+    "Development only (refused in production): serve billing's local Checkout stand-in (PAYMENT_PROVIDER=local) at /local-checkout/ on this origin",
+  ),
+});
+
+export const gatewayEnvSchema = gatewayEnvShape.superRefine((config, ctx) => {
+  if (config.NODE_ENV === "production" && config.LOCAL_CHECKOUT) {
+    ctx.addIssue({
+      code: z.ZodIssueCode.custom,
+      path: ["LOCAL_CHECKOUT"],
+      message: "is a development stand-in for Stripe's page and is not allowed in production",
+    });
+  }
 });
 
 export type GatewayConfig = z.output<typeof gatewayEnvSchema>;

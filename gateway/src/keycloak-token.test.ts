@@ -1,17 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
-import { keycloakReachableSync } from "@cgs/shared/testing/keycloak";
+import { describeWithKeycloak } from "@cgs/shared/testing/keycloak";
 import { startTestGateway, type TestGateway } from "../../test/harnesses/gateway-harness";
 
 const KEYCLOAK_URL = process.env.KEYCLOAK_URL ?? "http://127.0.0.1:8081";
 const REALM = "cgs";
 const ISSUER = `${KEYCLOAK_URL}/realms/${REALM}`;
-
-const reachable = keycloakReachableSync();
-const keycloakIt = reachable ? it : it.skip;
-const suffix = reachable
-  ? ""
-  : ` [SKIPPED: Keycloak unreachable at ${ISSUER}; start it with bash test/peers/up.sh keycloak]`;
 
 async function form(url: string, body: Record<string, string>, token?: string): Promise<Response> {
   return fetch(url, {
@@ -67,35 +61,32 @@ afterAll(async () => {
   await idp?.close();
 });
 
-describe("gateway with the real identity provider", () => {
-  keycloakIt(
-    `when a Keycloak access token is sent, then it is accepted and forwarded with its sub${suffix}`,
-    async () => {
-      idp = await startTestIdentityProvider();
-      gw = await startTestGateway(idp, {
-        env: {
-          OIDC_ISSUER: ISSUER,
-          OIDC_AUDIENCE: "cgs-api",
-          OIDC_JWKS_URL: `${ISSUER}/protocol/openid-connect/certs`,
-        },
-      });
-      const { accessToken, userId } = await keycloakUserToken();
-      const res = await fetch(`${gw.url}/api/v1/credits/me`, {
-        headers: { authorization: `Bearer ${accessToken}` },
-      });
-      expect(res.status).toBe(200);
-      const seen = gw.upstreams.billing.requests.at(-1)!;
-      expect(seen.headers.authorization).toBe(`Bearer ${accessToken}`);
-      const payload = JSON.parse(Buffer.from(accessToken.split(".")[1]!, "base64url").toString()) as {
-        sub: string;
-      };
-      expect(payload.sub).toBe(userId);
+describeWithKeycloak()("gateway with the real identity provider", () => {
+  it("when a Keycloak access token is sent, then it is accepted and forwarded with its sub", async () => {
+    idp = await startTestIdentityProvider();
+    gw = await startTestGateway(idp, {
+      env: {
+        OIDC_ISSUER: ISSUER,
+        OIDC_AUDIENCE: "cgs-api",
+        OIDC_JWKS_URL: `${ISSUER}/protocol/openid-connect/certs`,
+      },
+    });
+    const { accessToken, userId } = await keycloakUserToken();
+    const res = await fetch(`${gw.url}/api/v1/credits/me`, {
+      headers: { authorization: `Bearer ${accessToken}` },
+    });
+    expect(res.status).toBe(200);
+    const seen = gw.upstreams.billing.requests.at(-1)!;
+    expect(seen.headers.authorization).toBe(`Bearer ${accessToken}`);
+    const payload = JSON.parse(Buffer.from(accessToken.split(".")[1]!, "base64url").toString()) as {
+      sub: string;
+    };
+    expect(payload.sub).toBe(userId);
 
-      const tampered = `${accessToken.slice(0, -4)}AAAA`;
-      const rejected = await fetch(`${gw.url}/api/v1/credits/me`, {
-        headers: { authorization: `Bearer ${tampered}` },
-      });
-      expect(rejected.status).toBe(401);
-    },
-  );
+    const tampered = `${accessToken.slice(0, -4)}AAAA`;
+    const rejected = await fetch(`${gw.url}/api/v1/credits/me`, {
+      headers: { authorization: `Bearer ${tampered}` },
+    });
+    expect(rejected.status).toBe(401);
+  });
 });

@@ -9,7 +9,7 @@ import {
   stopOnSignals,
   takeOverHttpServerSpans,
 } from "@cgs/shared";
-import { createApp, createGatewayUpstreamPool } from "./app";
+import { createApp, createGatewayUpstreamPool, replicaCountFromConfig } from "./app";
 import { loadGatewayConfig, type GatewayConfig } from "./config";
 import { withTimeout } from "./http/redis-rate-limit-store";
 
@@ -53,6 +53,7 @@ async function main(): Promise<void> {
     logger,
   });
   const upstreamPool = createGatewayUpstreamPool(config);
+  const replicas = replicaCountFromConfig(config, logger);
 
   const app = createApp({
     config,
@@ -60,6 +61,7 @@ async function main(): Promise<void> {
     verifier: createJwtVerifier(oidcSettings(config)),
     redis: redis ? { sendCommand: (args) => redis.sendCommand(args) } : undefined,
     upstreamPool,
+    replicas,
   });
   const running = await startServer(app, {
     port: config.PORT,
@@ -70,6 +72,7 @@ async function main(): Promise<void> {
     keepAliveTimeoutMs: 65_000,
     onClose: [
       () => upstreamPool.destroy(),
+      () => replicas.close(),
       async () => {
         if (!redis?.isOpen) return;
         // quit() waits for Redis's answer: while Redis is unreachable (the client reconnecting) or hung it would

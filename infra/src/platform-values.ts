@@ -36,7 +36,10 @@ export interface EnvironmentContext {
   imageTag: string;
   /** The load balancer's subnets, trusted for X-Forwarded-For. */
   trustedProxyCidrs: string[];
-  /** The gateway's replica floor: while Redis is down each replica allows limit / this (GATEWAY_REPLICAS). */
+  /**
+   * The gateway's replica floor (GATEWAY_REPLICAS): the replica count while Redis is down until the chart's headless
+   * Service (GATEWAY_PEERS_DNS) has answered with the pods actually serving.
+   */
   gatewayReplicas: number;
   streaming: {
     launchTemplateId: pulumi.Input<string>;

@@ -60,6 +60,7 @@ describe("event contracts", () => {
       [
         "account.purge",
         "credits.exhausted",
+        "credits.low",
         "metering.audit",
         "session.failed",
         "session.started",

@@ -234,6 +234,18 @@ describe.each(["staging", "prod"])("chart cgs-platform with %s values", (env) =>
     });
   });
 
+  it("when Redis is down, then each gateway can count its ready peers through a headless Service", () => {
+    const peers = named(manifests, "Service", "cgs-gateway-peers");
+    const gateway = named(manifests, "Deployment", "cgs-gateway");
+    expect(peers.spec).toMatchObject({ clusterIP: "None", publishNotReadyAddresses: false });
+    const selector = (peers.spec as { selector: Record<string, string> }).selector;
+    const podLabels = (gateway.spec as { template: { metadata: { labels: Record<string, string> } } })
+      .template.metadata.labels;
+    expect(podLabels).toMatchObject(selector);
+    const data = named(manifests, "ConfigMap", "cgs-gateway").data ?? {};
+    expect(data.GATEWAY_PEERS_DNS).toBe("cgs-gateway-peers.cgs.svc.cluster.local");
+  });
+
   it("when the gateway runs under its memory limit, then Node keeps a young generation sized for its load", () => {
     // Sized from a 512Mi limit, V8's semi-space is about 1 MB and the gateway's CPU goes to scavenges.
     const data = named(manifests, "ConfigMap", "cgs-gateway").data ?? {};

@@ -4,7 +4,12 @@ import pino from "pino";
 import { createClient } from "redis";
 import { createJwtVerifier, oidcSettings, startServer, type RunningServer } from "@cgs/shared";
 import { TEST_ALLOWED_AZP_ENV, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
-import { createApp, createGatewayUpstreamPool, type GatewayDeps } from "../../gateway/src/app";
+import {
+  createApp,
+  createGatewayUpstreamPool,
+  replicaCountFromConfig,
+  type GatewayDeps,
+} from "../../gateway/src/app";
 import { loadGatewayConfig } from "../../gateway/src/config";
 
 export interface RecordedRequest {
@@ -120,18 +125,20 @@ export async function startTestGateway(
   );
   const logger = pino({ level: "silent" });
   const pool = createGatewayUpstreamPool(config);
+  const replicas = replicaCountFromConfig(config, logger);
   const app = createApp({
     config,
     logger,
     verifier: createJwtVerifier(oidcSettings(config)),
     redis: options.redis,
     upstreamPool: pool,
+    replicas,
   });
   const running = await startServer(app, {
     port: 0,
     logger,
     shutdownGraceMs: 2_000,
-    onClose: () => pool.destroy(),
+    onClose: [() => pool.destroy(), () => replicas.close()],
   });
   return {
     ...running,

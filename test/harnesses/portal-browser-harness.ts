@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import pino from "pino";
 import { chromium, type Browser } from "playwright-core";
 import { createJwtVerifier, oidcSettings, startServer } from "@cgs/shared";
+import { runningInCi } from "@cgs/shared/testing/ci";
 import { startTestAccounts } from "./accounts-server";
 import { startAuthProxy } from "./auth-proxy-harness";
 import { createApp, createGatewayUpstreamPool } from "../../gateway/src/app";
@@ -15,7 +16,7 @@ const logger = pino({ level: "silent" });
 /** `describe` when Debian's Chromium is installed; CI must have it, elsewhere the suite is skipped loudly. */
 export function describeWithChromium(suite: string): jest.Describe {
   if (existsSync(CHROMIUM)) return describe;
-  if (process.env.CI === "true") {
+  if (runningInCi()) {
     throw new Error(
       `Chromium is required in CI for ${suite}: ${CHROMIUM} is missing (test/peers/chromium.sh)`,
     );

@@ -4,7 +4,8 @@
 #     boot test);
 #   ShellCheck and systemd-analyze: every shell step and unit of the streaming image;
 #   losetup, mkfs.ext4, ip, nft, setpriv, mcookie: the boot test's volume, namespace, firewall and users;
-#   openssl: self-signed certificates like the ones Sunshine makes.
+#   openssl: self-signed certificates like the ones Sunshine makes;
+#   dnsmasq: the gateway's fault tests publish a headless Service's records with one of their own.
 # One command => package entry per tool; add new ones here rather than in another script.
 #   test/peers/debian-tools.sh
 set -euo pipefail
@@ -14,7 +15,7 @@ as_root() { if [[ "$(id -u)" == 0 ]]; then "$@"; else sudo "$@"; fi; }
 declare -A package_of=(
   [Xvfb]=xvfb [xdotool]=xdotool [xauth]=xauth [shellcheck]=shellcheck [systemd-analyze]=systemd
   [mcookie]=util-linux [losetup]=mount [setpriv]=util-linux [mkfs.ext4]=e2fsprogs [ip]=iproute2
-  [openssl]=openssl [nft]=nftables
+  [openssl]=openssl [nft]=nftables [dnsmasq]=dnsmasq-base
 )
 missing=()
 for tool in "${!package_of[@]}"; do

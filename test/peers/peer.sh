@@ -705,6 +705,7 @@ zipkin_env() {
   echo "export OTEL_EXPORTER_ZIPKIN_ENDPOINT=http://127.0.0.1:$ZIPKIN_PORT/api/v2/spans"
 }
 
+
 # ---------------------------------------------------------------- dispatch
 
 usage() {

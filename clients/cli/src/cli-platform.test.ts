@@ -1,9 +1,17 @@
 import { spawnSync } from "node:child_process";
+import http from "node:http";
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { chromium, type Browser } from "playwright-core";
-import { createTestUser, totpCode, uniqueEmail, type TestUser } from "@cgs/shared/testing/keycloak";
+import {
+  createTestUser,
+  refreshGrant,
+  totpCode,
+  uniqueEmail,
+  type TestUser,
+} from "@cgs/shared/testing/keycloak";
+import { listenLocally } from "@cgs/shared/testing/ports";
 import { repoRoot, type LaunchedPlatform } from "../../../test/platform/launch-platform";
 import { describeWithChromium } from "../../../test/harnesses/portal-browser-harness";
 import { createClient } from "@cgs/sdk";
@@ -13,6 +21,7 @@ import {
   launchClientPlatform,
   localSession,
 } from "../../sdk/src/testing/client-platform";
+import { startRecordingListener, type RecordingListener } from "@cgs/shared/testing/recording-listener";
 import { cgsEnv, runCgs, spawnCgs } from "./testing/run-cgs";
 
 // The built `cgs` binary as a person runs it, against `npm start` on ports 18590-18594 and the real Keycloak.
@@ -20,7 +29,8 @@ import { cgsEnv, runCgs, spawnCgs } from "./testing/run-cgs";
 let platform: LaunchedPlatform;
 let browser: Browser;
 const users: TestUser[] = [];
-const KEYCLOAK_TOKEN = "http://127.0.0.1:8081/realms/cgs/protocol/openid-connect/token";
+const KEYCLOAK_ISSUER = "http://127.0.0.1:8081/realms/cgs";
+const KEYCLOAK_TOKEN = `${KEYCLOAK_ISSUER}/protocol/openid-connect/token`;
 
 beforeAll(async () => {
   platform = await launchClientPlatform(18590);
@@ -33,7 +43,10 @@ afterAll(async () => {
 const freshHome = () => mkdtempSync(path.join(os.tmpdir(), "cgs-home-"));
 const credentialsOf = (home: string) =>
   JSON.parse(readFileSync(path.join(home, "cgs", "credentials.json"), "utf8")) as {
-    profiles: Record<string, { baseUrl: string; accessToken: string; refreshToken?: string }>;
+    profiles: Record<
+      string,
+      { baseUrl: string; issuer?: string; accessToken: string; refreshToken?: string }
+    >;
   };
 
 /** Signs in with --with-token from a local session pair; returns the config home. */
@@ -128,7 +141,11 @@ describeWithChromium("cgs login in Chromium")("cgs login (device sign-in)", () =
       expect(statSync(path.join(home, "cgs")).mode & 0o777).toBe(0o700);
       expect(statSync(path.join(home, "cgs", "credentials.json")).mode & 0o777).toBe(0o600);
       const stored = credentialsOf(home).profiles.default!;
-      expect(stored).toMatchObject({ baseUrl: platform.base, refreshToken: expect.any(String) });
+      expect(stored).toMatchObject({
+        baseUrl: platform.base,
+        issuer: KEYCLOAK_ISSUER,
+        refreshToken: expect.any(String),
+      });
 
       const whoami = await runCgs(["whoami"], cgsEnv(home));
       expect(whoami.code).toBe(0);
@@ -161,7 +178,11 @@ describe("cgs login --with-token", () => {
       code: 0,
       stdout: `Signed in to ${platform.base} as ${email} (profile work).\n`,
     });
-    expect(credentialsOf(home).profiles.work).toEqual({ baseUrl: platform.base, ...pair });
+    expect(credentialsOf(home).profiles.work).toEqual({
+      baseUrl: platform.base,
+      issuer: KEYCLOAK_ISSUER,
+      ...pair,
+    });
     // The profile remembers its base URL: no flag needed afterwards.
     expect((await runCgs(["--profile", "work", "whoami", "--json"], cgsEnv(home))).code).toBe(0);
   });
@@ -176,7 +197,11 @@ describe("cgs login --with-token", () => {
     );
     expect(res.code).toBe(0);
     expect(res.stdout).toContain("No refresh token");
-    expect(credentialsOf(home).profiles.default).toEqual({ baseUrl: platform.base, accessToken });
+    expect(credentialsOf(home).profiles.default).toEqual({
+      baseUrl: platform.base,
+      issuer: KEYCLOAK_ISSUER,
+      accessToken,
+    });
     const token = await runCgs(["token"], cgsEnv(home));
     expect(token).toMatchObject({ code: 0, stdout: `${accessToken}\n` });
   });
@@ -310,6 +335,81 @@ describe("rotation with several cgs processes", () => {
   });
 });
 
+describe("a refresh that hangs", () => {
+  /**
+   * An identity provider whose token endpoint hangs once: it serves Keycloak's configuration under its own issuer,
+   * holds the first refresh without an answer (dropped when the client gives up, so Keycloak never sees it) and
+   * forwards the later ones to Keycloak. A hang the real Keycloak cannot be made to produce on demand.
+   */
+  async function hangingIssuer() {
+    const forwarded: string[] = [];
+    let held = 0;
+    const server = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (c: Buffer) => (body += c.toString("utf8")));
+      req.on("end", () => {
+        void (async () => {
+          if (req.url === "/.well-known/openid-configuration") {
+            res.writeHead(200, { "content-type": "application/json" });
+            res.end(JSON.stringify({ issuer: self, token_endpoint: `${self}/token` }));
+            return;
+          }
+          if (held === 0) {
+            held += 1;
+            return; // never answered
+          }
+          forwarded.push(new URLSearchParams(body).get("refresh_token") ?? "");
+          const answer = await fetch(KEYCLOAK_TOKEN, {
+            method: "POST",
+            headers: { "content-type": "application/x-www-form-urlencoded" },
+            body,
+          });
+          res.writeHead(answer.status, { "content-type": "application/json" });
+          res.end(await answer.text());
+        })();
+      });
+    });
+    const listening = await listenLocally(server);
+    const self = listening.url;
+    return { url: self, forwarded, heldCount: () => held, close: listening.close };
+  }
+
+  test("when the token endpoint hangs, then the first cgs gives up well before the lock goes stale, the second refreshes once and the session survives", async () => {
+    const issuer = await hangingIssuer();
+    try {
+      const home = await signedInHome(uniqueEmail("cli-hang"));
+      const file = path.join(home, "cgs", "credentials.json");
+      const stored = credentialsOf(home);
+      const original = stored.profiles.default!;
+      stored.profiles.default = {
+        ...original,
+        issuer: issuer.url,
+        accessToken: expiredCopy(original.accessToken),
+      };
+      writeFileSync(file, JSON.stringify(stored), { mode: 0o600 });
+
+      const began = Date.now();
+      const first = runCgs(["whoami"], cgsEnv(home));
+      while (issuer.heldCount() === 0) await new Promise((r) => setTimeout(r, 50));
+      const second = runCgs(["--json", "whoami"], cgsEnv(home));
+      const a = await first;
+      expect(a.code).toBe(1);
+      expect(a.stderr).toContain("did not answer a refresh within 15 s");
+      expect(Date.now() - began).toBeLessThan(30_000);
+      const b = await second;
+      expect({ code: b.code, stderr: b.stderr }).toEqual({ code: 0, stderr: "" });
+
+      // Keycloak saw the refresh token once: the rotated pair is alive (a reuse would have ended the session).
+      expect(issuer.forwarded).toEqual([original.refreshToken]);
+      const rotated = credentialsOf(home).profiles.default!;
+      expect(rotated.refreshToken).not.toBe(original.refreshToken);
+      expect((await refreshGrant(rotated.refreshToken!)).status).toBe(200);
+    } finally {
+      await issuer.close();
+    }
+  }, 60_000);
+});
+
 describe("exit codes and base URL", () => {
   test("when cgs is misused, then it exits 2 with the problem and the help", async () => {
     const home = freshHome();
@@ -335,18 +435,24 @@ describe("exit codes and base URL", () => {
     expect(res.stderr).toMatch(/^VALIDATION_ERROR: .*fps/);
   });
 
-  test("when --base-url, SERVICE_BASE_URL and the profile disagree, then the flag wins, then the variable", async () => {
-    const home = await signedInHome(uniqueEmail("cli-base"));
+  test("when --base-url and SERVICE_BASE_URL both name an origin, then the flag wins", async () => {
+    const home = freshHome();
     const nowhere = "http://127.0.0.1:9";
-    const viaVariable = await runCgs(["whoami"], cgsEnv(home, { SERVICE_BASE_URL: nowhere }));
-    expect(viaVariable.code).toBe(1);
-    expect(viaVariable.stderr).toContain("NETWORK_ERROR: Could not reach http://127.0.0.1:9");
+    const login = await runCgs(
+      ["--base-url", platform.base, "login", "--with-token"],
+      cgsEnv(home, { SERVICE_BASE_URL: nowhere }),
+      JSON.stringify(localSession(uniqueEmail("cli-base"))),
+    );
+    expect(login.code).toBe(0);
+    expect(credentialsOf(home).profiles.default!.baseUrl).toBe(platform.base);
     const viaFlag = await runCgs(
       ["--base-url", platform.base, "whoami"],
       cgsEnv(home, { SERVICE_BASE_URL: nowhere }),
     );
     expect(viaFlag.code).toBe(0);
+    // The profile remembers its origin; the variable naming another one is refused (see below).
     expect((await runCgs(["whoami"], cgsEnv(home))).code).toBe(0);
+    expect((await runCgs(["whoami"], cgsEnv(home, { SERVICE_BASE_URL: nowhere }))).code).toBe(3);
   });
 
   test("when a newcomer types npx cgs --help at the repository root, then every command is listed with the exit codes", () => {
@@ -366,5 +472,70 @@ describe("exit codes and base URL", () => {
       expect(res.stdout).toMatch(new RegExp(`^  ${command}\\b`, "m"));
     }
     expect(res.stdout).toContain("Exit codes: 0 success, 1 API error, 2 usage error, 3 not signed in");
+  });
+});
+
+describe("a profile's tokens go only to its own origin", () => {
+  let stranger: RecordingListener;
+  beforeAll(async () => {
+    stranger = await startRecordingListener();
+  });
+  afterAll(() => stranger.close());
+
+  /** A signed-in home whose access token has expired, so any command also needs a refresh. */
+  async function expiredHome(prefix: string, edit: (p: Record<string, unknown>) => void = () => undefined) {
+    const home = await signedInHome(uniqueEmail(prefix));
+    const stored = credentialsOf(home);
+    const profile = stored.profiles.default!;
+    const changed: Record<string, unknown> = { ...profile, accessToken: expiredCopy(profile.accessToken) };
+    edit(changed);
+    stored.profiles.default = changed as never;
+    writeFileSync(path.join(home, "cgs", "credentials.json"), JSON.stringify(stored), { mode: 0o600 });
+    return { home, profile };
+  }
+
+  test("when SERVICE_BASE_URL or --base-url names another origin than the profile's, then cgs sends it nothing and says how to sign in there", async () => {
+    const { home } = await expiredHome("cli-origin");
+    const runs: [string[], Record<string, string>][] = [
+      [["whoami"], { SERVICE_BASE_URL: stranger.url }],
+      [["token"], { SERVICE_BASE_URL: stranger.url }],
+      [["--base-url", stranger.url, "credits"], {}],
+    ];
+    for (const [args, extra] of runs) {
+      const res = await runCgs(args, cgsEnv(home, extra));
+      expect({ args, code: res.code, stdout: res.stdout }).toEqual({ args, code: 3, stdout: "" });
+      const source = args[0] === "--base-url" ? "--base-url" : "SERVICE_BASE_URL";
+      expect(res.stderr).toContain(
+        `The profile "default" is signed in to ${platform.base}, but ${source} names ${stranger.url}.`,
+      );
+      expect(res.stderr).toContain("nothing was sent");
+      expect(res.stderr).toContain(`cgs login --base-url ${stranger.url} --profile NAME`);
+    }
+    expect(stranger.requests).toEqual([]);
+    // The profile's own origin, however it is written, still works (and refreshes at Keycloak).
+    const same = await runCgs(["whoami"], cgsEnv(home, { SERVICE_BASE_URL: `${platform.base}/` }));
+    expect(same.code).toBe(0);
+  });
+
+  test("when a profile saved by an older cgs has no issuer, then it refreshes at its token's issuer and records it", async () => {
+    const { home } = await expiredHome("cli-legacy", (p) => delete p.issuer);
+    expect(credentialsOf(home).profiles.default!.issuer).toBeUndefined();
+    const res = await runCgs(["--json", "whoami"], cgsEnv(home));
+    expect({ code: res.code, stderr: res.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(credentialsOf(home).profiles.default!.issuer).toBe(KEYCLOAK_ISSUER);
+  });
+
+  test("when the base URL is plain http to another machine, then cgs refuses it before sending anything", async () => {
+    const home = freshHome();
+    const res = await runCgs(
+      ["--base-url", "http://play.example.com", "login", "--with-token"],
+      cgsEnv(home),
+      JSON.stringify(localSession(uniqueEmail("cli-http"))),
+    );
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(
+      /^error: The API base URL \(--base-url\) http:\/\/play\.example\.com uses plain http/,
+    );
+    expect(() => credentialsOf(home)).toThrow();
   });
 });

@@ -1,10 +1,16 @@
 import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { withFileLock } from "./file-lock";
+import { LockLostError, withFileLock } from "./file-lock";
 
 export interface ProfileCredentials {
+  /** The API origin signed in to: the tokens are sent there and nowhere else. */
   baseUrl: string;
+  /**
+   * The identity provider that issued the tokens, recorded at login: refreshes and revocation go there only.
+   * Absent in profiles saved by an older cgs; those refresh at their access token's `iss` claim.
+   */
+  issuer?: string;
   accessToken: string;
   /** Absent when signed in with a bare access token (`cgs login --with-token`). */
   refreshToken?: string;
@@ -60,7 +66,10 @@ export class CredentialsStore {
     return this.readAll().profiles[profile];
   }
 
-  /** Holds the lock around `work`, which may read and replace the profile's entry. */
+  /**
+   * Holds the lock around `work`, which may read and replace the profile's entry; refused if the lock was taken
+   * over meanwhile (work outlived the stale age), so a late writer never overwrites a newer pair.
+   */
   async update<T>(
     profile: string,
     work: (
@@ -68,9 +77,14 @@ export class CredentialsStore {
     ) => Promise<{ next: ProfileCredentials | null; result: T }>,
   ): Promise<T> {
     this.ensureDir();
-    return withFileLock(this.lockFile, async () => {
+    return withFileLock(this.lockFile, async (lock) => {
       const all = this.readAll();
       const { next, result } = await work(all.profiles[profile]);
+      if (!lock.held()) {
+        throw new LockLostError(
+          `Another cgs took over ${this.lockFile} while this one waited too long; nothing was written. Run the command again.`,
+        );
+      }
       if (next) all.profiles[profile] = next;
       else delete all.profiles[profile];
       this.writeAll(all);

@@ -1,8 +1,16 @@
 import createFetchClient from "openapi-fetch";
-import { discoverAuthorizationServer, type AuthorizationServer } from "./discovery";
-import { ApiError } from "./errors";
+import { discoverAuthorizationServer, discoverIssuer, type AuthorizationServer } from "./discovery";
+import { ApiError, SessionExpiredError } from "./errors";
+import { decodeJwt } from "./jwt";
+import { assertSecureUrl } from "./secure-url";
 import type { components, paths } from "./generated/openapi";
-import { refreshSession, SessionTokens, type RefreshRunner, type Session } from "./session-tokens";
+import {
+  DEFAULT_REFRESH_TIMEOUT_MS,
+  refreshSession,
+  SessionTokens,
+  type RefreshRunner,
+  type Session,
+} from "./session-tokens";
 import { createTransport, defaultRetry, sleep, type RetryOptions } from "./transport";
 
 type Schemas = components["schemas"];
@@ -28,7 +36,10 @@ export type PairingRequest = Schemas["PairingRequest"];
 export const DEFAULT_BASE_URL = "https://play.example.com";
 
 export interface ClientOptions {
-  /** API origin. Default: `SERVICE_BASE_URL` (when the runtime has an environment), then {@link DEFAULT_BASE_URL}. */
+  /**
+   * API origin. Default: `SERVICE_BASE_URL` (when the runtime has an environment), then {@link DEFAULT_BASE_URL}.
+   * https, or plain http to loopback only (127.0.0.0/8, ::1, localhost); anything else throws a TypeError.
+   */
   baseUrl?: string;
   /** A plain access token; no refresh. */
   apiKey?: string;
@@ -41,6 +52,14 @@ export interface ClientOptions {
   retry?: RetryOptions;
   /** Wraps each refresh (the CLI holds a file lock around it); default runs it directly. */
   refreshRunner?: RefreshRunner;
+  /**
+   * The identity provider that issued the session (record it at sign-in). Refreshes go to its own OpenID
+   * configuration's token endpoint only, never to an issuer the API origin names. Default: the session's access
+   * token's `iss` claim; a session without either cannot be refreshed.
+   */
+  issuer?: string;
+  /** Bound on one refresh, discovery included, in ms (default 15 000); past it the call rejects with UNAVAILABLE. */
+  refreshTimeoutMs?: number;
 }
 
 export interface WaitOptions {
@@ -62,25 +81,74 @@ function environmentBaseUrl(): string | undefined {
 
 const newIdempotencyKey = () => globalThis.crypto.randomUUID();
 
+/** The identity provider's discovery, or UNAVAILABLE once `ms` have passed (the lookup may finish later). */
+function withinTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(
+      () =>
+        reject(
+          new ApiError({
+            code: "UNAVAILABLE",
+            status: 0,
+            message: `The identity provider's configuration did not arrive within ${Math.round(ms / 1000)} s; try again shortly`,
+          }),
+        ),
+      ms,
+    );
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
+}
+
 /** Creates the API client. Every call resolves with the response body or rejects with an {@link ApiError}. */
 export function createClient(options: ClientOptions = {}) {
   if (options.apiKey && options.session) throw new TypeError("pass apiKey or session, not both");
   const baseUrl = (options.baseUrl ?? environmentBaseUrl() ?? DEFAULT_BASE_URL).replace(/\/+$/, "");
+  assertSecureUrl(baseUrl, "The API base URL");
   const fetchImpl: typeof fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  // A session refreshes where it was issued: the recorded issuer, else its token's own `iss`.
+  const sessionIssuer =
+    options.issuer ?? (options.session ? decodeJwt(options.session.accessToken)?.iss : undefined);
+  if (sessionIssuer) assertSecureUrl(sessionIssuer, "The identity provider (issuer)");
 
   let discovery: Promise<AuthorizationServer> | undefined;
   const authorizationServer = () => {
-    discovery ??= discoverAuthorizationServer(baseUrl, fetchImpl).catch((err: unknown) => {
+    discovery ??= (
+      sessionIssuer
+        ? discoverIssuer(sessionIssuer, fetchImpl)
+        : discoverAuthorizationServer(baseUrl, fetchImpl)
+    ).catch((err: unknown) => {
       discovery = undefined;
       throw err;
     });
     return discovery;
   };
+  const refreshServer = () => {
+    if (!sessionIssuer) {
+      throw new SessionExpiredError(
+        "the session names no identity provider (no issuer option, no iss claim), so it is never refreshed",
+      );
+    }
+    return authorizationServer();
+  };
 
   const tokens = options.session
     ? new SessionTokens(
         options.session,
-        async (session) => refreshSession(session, await authorizationServer(), fetchImpl),
+        async (session) => {
+          const timeoutMs = options.refreshTimeoutMs ?? DEFAULT_REFRESH_TIMEOUT_MS;
+          const started = Date.now();
+          const server = await withinTimeout(refreshServer(), timeoutMs);
+          return refreshSession(session, server, fetchImpl, Math.max(1, timeoutMs - (Date.now() - started)));
+        },
         options.onSessionChange,
         options.refreshRunner ?? ((current, refresh) => refresh(current)),
       )
@@ -209,7 +277,10 @@ export function createClient(options: ClientOptions = {}) {
     get session(): Session | undefined {
       return tokens?.session;
     },
-    /** The identity provider's endpoints, discovered from the gateway (RFC 9728 + OpenID discovery). */
+    /**
+     * The identity provider's endpoints: the session's issuer's (see `issuer`), or for a client without a session
+     * the one the API origin names (RFC 9728 + OpenID discovery), for signing in.
+     */
     authorizationServer,
     /** The typed openapi-fetch client for operations without a helper. */
     raw: api,

@@ -1,4 +1,5 @@
 import { ApiError } from "./errors";
+import { assertSecureUrl } from "./secure-url";
 
 export interface AuthorizationServer {
   issuer: string;
@@ -29,9 +30,45 @@ async function getJson(fetchImpl: typeof fetch, url: string, what: string): Prom
   return (await res.json()) as Record<string, unknown>;
 }
 
+const trimSlash = (url: string) => url.replace(/\/+$/, "");
+
+const refused = (message: string) => new ApiError({ code: "DISCOVERY_FAILED", status: 0, message });
+
 /**
- * RFC 9728 then OpenID discovery: the gateway names its authorization server, whose configuration names the
- * token, revocation and device-authorization endpoints.
+ * OpenID discovery at the issuer itself: its configuration names the token, revocation and device-authorization
+ * endpoints. The document must name the same issuer (OpenID Connect Discovery §4.3), and every endpoint must be
+ * https (plain http only on loopback), or nothing is returned.
+ */
+export async function discoverIssuer(issuer: string, fetchImpl: typeof fetch): Promise<AuthorizationServer> {
+  assertSecureUrl(issuer, "The identity provider");
+  const config = await getJson(
+    fetchImpl,
+    `${trimSlash(issuer)}/.well-known/openid-configuration`,
+    "OpenID configuration",
+  );
+  if (typeof config.issuer !== "string" || trimSlash(config.issuer) !== trimSlash(issuer)) {
+    throw refused(
+      `The OpenID configuration of ${issuer} names another issuer (${String(config.issuer)}); refusing to use it`,
+    );
+  }
+  if (typeof config.token_endpoint !== "string") throw refused(`${issuer} publishes no token endpoint`);
+  const endpoint = (v: unknown, what: string) => {
+    if (typeof v !== "string") return undefined;
+    assertSecureUrl(v, `The ${what} endpoint of ${issuer}`);
+    return v;
+  };
+  return {
+    issuer: trimSlash(issuer),
+    tokenEndpoint: endpoint(config.token_endpoint, "token")!,
+    revocationEndpoint: endpoint(config.revocation_endpoint, "revocation"),
+    deviceAuthorizationEndpoint: endpoint(config.device_authorization_endpoint, "device authorization"),
+  };
+}
+
+/**
+ * RFC 9728 then OpenID discovery: the API origin names its authorization server, whose own configuration names
+ * the endpoints. Only for signing in: a session refreshes at the issuer recorded at sign-in (the client's
+ * `issuer` option), never at one an API origin names later.
  */
 export async function discoverAuthorizationServer(
   baseUrl: string,
@@ -39,35 +76,11 @@ export async function discoverAuthorizationServer(
 ): Promise<AuthorizationServer> {
   const resource = await getJson(
     fetchImpl,
-    `${baseUrl}/.well-known/oauth-protected-resource`,
+    `${trimSlash(baseUrl)}/.well-known/oauth-protected-resource`,
     "protected resource metadata",
   );
   const servers = resource.authorization_servers;
   const issuer = Array.isArray(servers) && typeof servers[0] === "string" ? servers[0] : undefined;
-  if (!issuer) {
-    throw new ApiError({
-      code: "DISCOVERY_FAILED",
-      status: 0,
-      message: `${baseUrl} names no authorization server in its protected resource metadata`,
-    });
-  }
-  const config = await getJson(
-    fetchImpl,
-    `${issuer.replace(/\/+$/, "")}/.well-known/openid-configuration`,
-    "OpenID configuration",
-  );
-  if (typeof config.token_endpoint !== "string") {
-    throw new ApiError({
-      code: "DISCOVERY_FAILED",
-      status: 0,
-      message: `${issuer} publishes no token endpoint`,
-    });
-  }
-  const optional = (v: unknown) => (typeof v === "string" ? v : undefined);
-  return {
-    issuer,
-    tokenEndpoint: config.token_endpoint,
-    revocationEndpoint: optional(config.revocation_endpoint),
-    deviceAuthorizationEndpoint: optional(config.device_authorization_endpoint),
-  };
+  if (!issuer) throw refused(`${baseUrl} names no authorization server in its protected resource metadata`);
+  return discoverIssuer(issuer, fetchImpl);
 }

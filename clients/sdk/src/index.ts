@@ -20,9 +20,10 @@ export {
   type VpnKey,
   type WaitOptions,
 } from "./client";
-export { discoverAuthorizationServer, type AuthorizationServer } from "./discovery";
+export { discoverAuthorizationServer, discoverIssuer, type AuthorizationServer } from "./discovery";
 export { ApiError, SessionExpiredError } from "./errors";
 export { decodeJwt, isExpired, type JwtClaims } from "./jwt";
+export { assertSecureUrl, originOf } from "./secure-url";
 export { refreshSession, type RefreshRunner, type Session } from "./session-tokens";
 export type { RetryOptions } from "./transport";
 export type { components, paths } from "./generated/openapi";

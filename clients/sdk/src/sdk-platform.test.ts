@@ -264,11 +264,11 @@ describe("discovery and configuration", () => {
   test("when no base URL is given, then SERVICE_BASE_URL is used, else the production origin", () => {
     const saved = process.env.SERVICE_BASE_URL;
     try {
-      process.env.SERVICE_BASE_URL = "http://staging.example.test/";
-      expect(createClient().baseUrl).toBe("http://staging.example.test");
+      process.env.SERVICE_BASE_URL = "https://staging.example.test/";
+      expect(createClient().baseUrl).toBe("https://staging.example.test");
       delete process.env.SERVICE_BASE_URL;
       expect(createClient().baseUrl).toBe("https://play.example.com");
-      expect(createClient({ baseUrl: "http://x.test" }).baseUrl).toBe("http://x.test");
+      expect(createClient({ baseUrl: "https://x.test" }).baseUrl).toBe("https://x.test");
     } finally {
       if (saved === undefined) delete process.env.SERVICE_BASE_URL;
       else process.env.SERVICE_BASE_URL = saved;

@@ -14,17 +14,36 @@ export type RefreshRunner = (
   refresh: (session: Session) => Promise<Session>,
 ) => Promise<Session>;
 
-/** Trades a refresh token for a new pair at the token endpoint; the client id is the access token's `azp`. */
+/** The default bound on one refresh (discovery and token call): far below the CLI's 60 s stale-lock age. */
+export const DEFAULT_REFRESH_TIMEOUT_MS = 15_000;
+
+const timedOut = (server: AuthorizationServer, signal: AbortSignal, timeoutMs: number, cause?: unknown) =>
+  signal.aborted
+    ? new ApiError({
+        code: "UNAVAILABLE",
+        status: 0,
+        message: `The identity provider at ${server.tokenEndpoint} did not answer a refresh within ${Math.round(timeoutMs / 1000)} s; try again shortly`,
+        cause,
+      })
+    : undefined;
+
+/**
+ * Trades a refresh token for a new pair at the token endpoint; the client id is the access token's `azp`. Gives up
+ * after `timeoutMs` (request and answer), so a caller holding a lock around it never holds it past that.
+ */
 export async function refreshSession(
   session: Session,
   server: AuthorizationServer,
   fetchImpl: typeof fetch,
+  timeoutMs = DEFAULT_REFRESH_TIMEOUT_MS,
 ): Promise<Session> {
   const clientId = decodeJwt(session.accessToken)?.azp;
   if (!clientId) throw new SessionExpiredError("the access token names no client (azp)");
+  const signal = AbortSignal.timeout(timeoutMs);
   let res: Response;
   try {
     res = await fetchImpl(server.tokenEndpoint, {
+      signal,
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
       body: new URLSearchParams({
@@ -34,14 +53,24 @@ export async function refreshSession(
       }).toString(),
     });
   } catch (cause) {
-    throw new ApiError({
-      code: "NETWORK_ERROR",
-      status: 0,
-      message: `Could not reach the identity provider at ${server.tokenEndpoint} to refresh the session`,
-      cause,
-    });
+    throw (
+      timedOut(server, signal, timeoutMs, cause) ??
+      new ApiError({
+        code: "NETWORK_ERROR",
+        status: 0,
+        message: `Could not reach the identity provider at ${server.tokenEndpoint} to refresh the session`,
+        cause,
+      })
+    );
   }
-  const body = (await res.json().catch(() => ({}))) as Record<string, unknown>;
+  let body: Record<string, unknown> = {};
+  try {
+    body = (await res.json()) as Record<string, unknown>;
+  } catch (cause) {
+    // A body that is not JSON reads as empty; one that stops arriving is the timeout.
+    const late = timedOut(server, signal, timeoutMs, cause);
+    if (late) throw late;
+  }
   if (res.status === 400 || res.status === 401) {
     const reason = [body.error, body.error_description].filter((v) => typeof v === "string").join(": ");
     throw new SessionExpiredError(

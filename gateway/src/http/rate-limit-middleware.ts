@@ -3,6 +3,7 @@ import { MemoryStore, type Options, type Store } from "express-rate-limit";
 import type { Logger } from "pino";
 import { AppError, metrics, type RateLimitExtension } from "@cgs/shared";
 import { FallbackStore } from "./fallback-rate-limit-store";
+import { staticReplicaCount, type ReplicaCount } from "./replica-count";
 import { RedisHitCounter, RedisRateLimitStore, type RedisCommandSender } from "./redis-rate-limit-store";
 
 export type { RedisCommandSender } from "./redis-rate-limit-store";
@@ -15,8 +16,8 @@ export interface RateLimitSettings {
   webhook: number;
   resetEmail: number;
   resetEmailWindowMs: number;
-  /** Gateway replicas sharing the Redis budget; while Redis fails each allows its 1/replicas share. Default 1. */
-  replicas?: number;
+  /** Gateway replicas serving now; while Redis fails each allows its 1/replicas share. Default 1. */
+  replicas?: ReplicaCount;
   /** Max wait for one Redis command before the local counter answers instead, in ms. Default 250. */
   redisTimeoutMs?: number;
   /** How long to count locally after a Redis failure before trying Redis again, in ms. Default 1000. */
@@ -41,22 +42,24 @@ function secondsUntil(resetTime: Date | undefined, windowMs: number): number {
  * One limiter per bucket (express-rate-limit's stores and headers, a middleware of our own), each with its own
  * counter namespace (Redis prefix `cgs:rl:<bucket>:`), so read, write, poll and public buckets never share
  * counts. With Redis every gateway replica draws from the same budget; while Redis is down or hung each replica
- * counts on its own against limit/replicas, and the shared budget resumes when Redis answers again. Without Redis
- * counts are per process.
+ * counts on its own, each hit weighing as many as the replicas serving, from the count Redis last gave it (see
+ * FallbackStore), and the shared budget resumes when Redis answers again. Without Redis counts are per process.
  */
 export function createRateLimiters(
   settings: RateLimitSettings,
   redis?: RedisCommandSender,
   logger?: Logger,
 ): RateLimiters {
-  const replicas = Math.max(1, settings.replicas ?? 1);
+  const replicas = settings.replicas ?? staticReplicaCount(1);
   const redisTimeoutMs = settings.redisTimeoutMs ?? 250;
   // Every bucket's counters go to Redis together, one script call per event-loop turn.
   const counter = redis && new RedisHitCounter(redis, redisTimeoutMs);
-  const storeFor = (name: BucketName): FallbackStore | undefined => {
+  const storeFor = (name: BucketName, limit: number): FallbackStore | undefined => {
     if (!counter) return undefined;
     const shared = new RedisRateLimitStore(counter, `cgs:rl:${name}:`);
     return new FallbackStore(shared, {
+      limit,
+      replicas,
       retryAfterMs: settings.redisRetryMs ?? 1_000,
       onStateChange: (usingFallback, err) =>
         usingFallback
@@ -71,10 +74,9 @@ export function createRateLimiters(
     windowMs: number,
     key: (req: Request, res: Response) => string,
   ): RequestHandler => {
-    const fallback = storeFor(name);
+    const fallback = storeFor(name, limit);
     const store: Store = fallback ?? new MemoryStore();
     store.init?.({ windowMs } as Options);
-    const replicaShare = Math.max(1, Math.floor(limit / replicas));
     // express-rate-limit's contract (count, then X-RateLimit-* headers, then 429 past the limit) in one callback:
     // its own middleware awaited five steps a request, a few percent of the gateway's CPU.
     return (req, res, next) => {
@@ -88,14 +90,18 @@ export function createRateLimiters(
       counted
         .then(
           ({ totalHits, resetTime }) => {
-            const allowed = fallback?.usingFallback() ? replicaShare : limit;
             if (!res.headersSent) {
-              res.setHeader("X-RateLimit-Limit", String(allowed));
-              res.setHeader("X-RateLimit-Remaining", String(Math.max(allowed - totalHits, 0)));
+              // While Redis is out the counts are in hits × replicas: the headers show this replica's share.
+              const cost = fallback?.usingFallback() ? fallback.localCost() : 1;
+              res.setHeader("X-RateLimit-Limit", String(Math.max(1, Math.floor(limit / cost))));
+              res.setHeader(
+                "X-RateLimit-Remaining",
+                String(Math.max(Math.floor((limit - totalHits) / cost), 0)),
+              );
               if (resetTime)
                 res.setHeader("X-RateLimit-Reset", String(Math.ceil(resetTime.getTime() / 1000)));
             }
-            if (totalHits <= allowed) {
+            if (totalHits <= limit) {
               next();
               return;
             }

@@ -7,6 +7,9 @@ import {
   type PortalBrowserHarness,
 } from "../../../test/harnesses/portal-browser-harness";
 
+/** A signed token: what a session cookie holds, never a clearing cookie's empty value. */
+const JWT = /^eyJ[\w-]+\.[\w-]+\.[\w-]+$/;
+
 describeWithChromium("the portal browser test")("portal in a real browser", () => {
   let portal: PortalBrowserHarness;
   let browser: Browser;
@@ -87,12 +90,18 @@ describeWithChromium("the portal browser test")("portal in a real browser", () =
     await page.locator("#identity", { hasText: "Signed in" }).waitFor();
     expect(await page.textContent("#identity")).toBe(`Signed in as ${user.email}`);
     const session = (await context.cookies(base)).find((c) => c.name === "cgs_session");
-    expect(session).toMatchObject({ httpOnly: true, sameSite: "Lax", path: "/" });
+    expect(session).toMatchObject({
+      httpOnly: true,
+      sameSite: "Lax",
+      path: "/",
+      value: expect.stringMatching(JWT),
+    });
     expect(session!.expires).toBeGreaterThan(Date.now() / 1000 + 3000);
     // The refresh token rides in its own encrypted cookie for Keycloak's 30-day SSO idle timeout; Chromium
     // stores it (SameSite=Strict) although the callback is the end of a redirect chain from Keycloak.
     const refresh = (await context.cookies(base)).find((c) => c.name === "cgs_refresh");
     expect(refresh).toMatchObject({ httpOnly: true, sameSite: "Strict", path: "/" });
+    expect(refresh!.value.split(".")).toHaveLength(5); // a JWE, never a clearing cookie's empty value
     expect(refresh!.expires).toBeGreaterThan(Date.now() / 1000 + 29 * 24 * 3600);
     // Once the browser has dropped the access cookie (its Max-Age passed), the page's same-origin fetch is
     // refreshed from cgs_refresh and the user is still signed in, with a new access cookie.
@@ -100,9 +109,9 @@ describeWithChromium("the portal browser test")("portal in a real browser", () =
     await page.reload();
     await page.locator("#identity", { hasText: "Signed in" }).waitFor();
     expect(await page.textContent("#identity")).toBe(`Signed in as ${user.email}`);
-    expect((await context.cookies(base)).find((c) => c.name === "cgs_session")?.value).not.toBe(
-      session!.value,
-    );
+    const renewed = (await context.cookies(base)).find((c) => c.name === "cgs_session")?.value;
+    expect(renewed).toMatch(JWT);
+    expect(renewed).not.toBe(session!.value);
 
     // The link cannot be used twice.
     await page.goto(link!);

@@ -120,7 +120,10 @@ describeWithChromium("the portal MFA browser test")(
       await page.locator("#identity", { hasText: "Signed in" }).waitFor();
       expect(await page.textContent("#identity")).toBe(`Signed in as ${user.email}`);
       const session = (await page.context().cookies(base)).find((c) => c.name === "cgs_session");
-      expect(session).toMatchObject({ httpOnly: true });
+      expect(session).toMatchObject({
+        httpOnly: true,
+        value: expect.stringMatching(/^eyJ[\w-]+\.[\w-]+\.[\w-]+$/),
+      });
       await page.context().close();
 
       // The same code cannot be used twice.

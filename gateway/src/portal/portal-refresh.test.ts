@@ -4,7 +4,7 @@ import request from "supertest";
 import { createJwtVerifier, oidcSettings, startServer, type RunningServer } from "@cgs/shared";
 import {
   createTestUser,
-  keycloakReachableSync,
+  describeWithKeycloak,
   uniqueEmail,
   type TestUser,
 } from "@cgs/shared/testing/keycloak";
@@ -53,9 +53,6 @@ async function realmAdmin(method: string, path: string, body?: unknown): Promise
 
 type ClientRepresentation = { id: string; attributes: Record<string, string> } & Record<string, unknown>;
 
-const reachable = keycloakReachableSync();
-const describeKeycloak = reachable ? describe : describe.skip;
-
 interface BrowserCookies {
   session: string;
   refresh: string;
@@ -65,6 +62,9 @@ interface BrowserCookies {
 
 const cookieValue = (setCookies: string[], name: string): string | undefined =>
   setCookies.map((c) => new RegExp(`^${name}=([^;]*)`).exec(c)?.[1]).find((v) => v !== undefined);
+
+/** A signed token (three base64url parts): what a renewed cookie holds, never a clearing cookie's empty value. */
+const JWT = /^eyJ[\w-]+\.[\w-]+\.[\w-]+$/;
 
 const jwtExp = (token: string): number =>
   (JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString("utf8")) as { exp: number }).exp;
@@ -92,7 +92,7 @@ function jar() {
   };
 }
 
-describeKeycloak("portal browser session refresh (real Keycloak)", () => {
+describeWithKeycloak()("portal browser session refresh (real Keycloak)", () => {
   let gateway: RunningServer;
   /** A second replica behind the same public origin, sharing Redis with the first. */
   let replica: RunningServer;
@@ -109,6 +109,7 @@ describeKeycloak("portal browser session refresh (real Keycloak)", () => {
   let concurrent: BrowserCookies;
   let toSignOut: BrowserCookies;
   let acrossReplicas: BrowserCookies;
+  let replayed: BrowserCookies;
 
   /** Authorization code + PKCE with plain HTTP: the gateway's /login/start, Keycloak's form, the callback. */
   async function signIn(): Promise<BrowserCookies> {
@@ -251,7 +252,8 @@ describeKeycloak("portal browser session refresh (real Keycloak)", () => {
     replicaBase = await closedPortUrl();
     replica = await startReplica(Number(new URL(replicaBase).port));
     user = await createTestUser(uniqueEmail("refresh"), { password: PASSWORD });
-    [basic, concurrent, toSignOut, acrossReplicas] = await withShortAccessTokens(async () => [
+    [basic, concurrent, toSignOut, acrossReplicas, replayed] = await withShortAccessTokens(async () => [
+      await signIn(),
       await signIn(),
       await signIn(),
       await signIn(),
@@ -296,7 +298,9 @@ describeKeycloak("portal browser session refresh (real Keycloak)", () => {
     const setCookies = res.headers.getSetCookie();
     const newSession = cookieValue(setCookies, "cgs_session")!;
     const newRefresh = cookieValue(setCookies, "cgs_refresh")!;
+    expect(newSession).toMatch(JWT);
     expect(newSession).not.toBe(basic.session);
+    expect(await openRefreshToken(newRefresh, LOCAL_PORTAL_COOKIE_SECRET)).toMatch(JWT);
     expect(newRefresh).not.toBe(basic.refresh);
     // The lifespan override was restored before the refresh: a normal one-hour token now.
     expect(jwtExp(newSession) - Date.now() / 1000).toBeGreaterThan(3000);
@@ -319,7 +323,7 @@ describeKeycloak("portal browser session refresh (real Keycloak)", () => {
     // A browser drops the access cookie at its Max-Age: the refresh cookie alone restores the session.
     const onlyRefresh = await api("/api/v1/session", { cgs_refresh: newRefresh });
     expect(onlyRefresh.status).toBe(200);
-    expect(cookieValue(onlyRefresh.headers.getSetCookie(), "cgs_session")).toBeDefined();
+    expect(cookieValue(onlyRefresh.headers.getSetCookie(), "cgs_session")).toMatch(JWT);
     expect(refreshCalls).toBe(before + 2);
   });
 
@@ -330,7 +334,8 @@ describeKeycloak("portal browser session refresh (real Keycloak)", () => {
     const [a, b] = await Promise.all([api("/api/v1/session", cookies), api("/api/v1/session", cookies)]);
     expect([a.status, b.status]).toEqual([200, 200]);
     expect(refreshCalls).toBe(before + 1);
-    expect(cookieValue(a.headers.getSetCookie(), "cgs_session")).toBeDefined();
+    expect(cookieValue(a.headers.getSetCookie(), "cgs_session")).toMatch(JWT);
+    expect(cookieValue(a.headers.getSetCookie(), "cgs_session")).not.toBe(concurrent.session);
     expect(a.headers.getSetCookie()).toEqual(b.headers.getSetCookie());
   });
 
@@ -347,6 +352,7 @@ describeKeycloak("portal browser session refresh (real Keycloak)", () => {
     expect(refreshCalls).toBe(before + 1);
     // The same tokens; each replica seals its refresh cookie itself (a fresh IV), so compare what it holds.
     const [cookiesA, cookiesB] = [a.headers.getSetCookie(), b.headers.getSetCookie()];
+    expect(cookieValue(cookiesA, "cgs_session")).toMatch(JWT);
     expect(cookieValue(cookiesA, "cgs_session")).toBe(cookieValue(cookiesB, "cgs_session"));
     const renewed = cookieValue(cookiesA, "cgs_refresh")!;
     const rotated = await openRefreshToken(renewed, LOCAL_PORTAL_COOKIE_SECRET);
@@ -357,6 +363,43 @@ describeKeycloak("portal browser session refresh (real Keycloak)", () => {
     // The rotated refresh cookie keeps working on either replica.
     const later = await api("/api/v1/session", { cgs_refresh: renewed }, {}, replicaBase);
     expect(later.status).toBe(200);
+  });
+
+  it("when the old refresh cookie is replayed by another client within the in-flight window, then it is refused on either replica, while the refreshing browser's own late request gets the new cookies", async () => {
+    await untilExpired(replayed.session);
+    const before = refreshCalls;
+    const old = { cgs_session: replayed.session, cgs_refresh: replayed.refresh };
+    // The test connects from loopback, which TRUST_PROXY trusts: X-Forwarded-For is the client's address.
+    const browser = { "x-forwarded-for": "198.51.100.7", "user-agent": "PlayerBrowser/1.0" };
+    const first = await api("/api/v1/session", old, { headers: browser });
+    expect(first.status).toBe(200);
+    const rotated = cookieValue(first.headers.getSetCookie(), "cgs_session");
+    expect(rotated).toMatch(JWT);
+
+    const elsewhere = [
+      { "x-forwarded-for": "203.0.113.9", "user-agent": "PlayerBrowser/1.0" },
+      { "x-forwarded-for": "198.51.100.7", "user-agent": "curl/8.0" },
+    ];
+    for (const origin of [base, replicaBase]) {
+      for (const headers of elsewhere) {
+        accounts.requests.length = 0;
+        const replay = await api("/api/v1/session", old, { headers }, origin);
+        expect(replay.status).toBe(401);
+        expect(await replay.json()).toMatchObject({ error: "UNAUTHENTICATED" });
+        // No tokens, and no clearing either: the browser that refreshed keeps its new cookies.
+        expect(replay.headers.getSetCookie()).toEqual([]);
+        expect(accounts.requests).toHaveLength(0);
+      }
+      // The same browser's request that was still in flight with the old cookie: the same new tokens.
+      const late = await api("/api/v1/session", old, { headers: browser }, origin);
+      expect(late.status).toBe(200);
+      expect(cookieValue(late.headers.getSetCookie(), "cgs_session")).toBe(rotated);
+    }
+    expect(refreshCalls).toBe(before + 1);
+    // The browser's rotated refresh cookie carries on, from wherever it goes next.
+    const renewed = cookieValue(first.headers.getSetCookie(), "cgs_refresh")!;
+    const next = await api("/api/v1/session", { cgs_refresh: renewed }, { headers: elsewhere[0] });
+    expect(next.status).toBe(200);
   });
 
   it("when the refresh cookie is tampered with or sealed with another secret, then 401 UNAUTHENTICATED and both cookies are cleared", async () => {

@@ -188,7 +188,7 @@ export function portalRoutes(options: PortalOptions): Router {
     if (refreshed.kind === "unavailable") {
       throw AppError.unavailable("The identity provider is unavailable; try again shortly", 5);
     }
-    if (refreshed.kind === "none") return null;
+    if (refreshed.kind === "none" || refreshed.kind === "replayed") return null;
     res.append("Set-Cookie", refreshed.setCookies);
     if (refreshed.kind !== "refreshed") return null;
     return { token: refreshed.accessToken, principal: refreshed.principal };

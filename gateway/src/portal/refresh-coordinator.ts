@@ -11,8 +11,34 @@ import { RefreshRejectedError, type OidcTokens } from "./oidc-login";
  * refresh token; the others wait for its result in Redis and set the same cookies.
  */
 export interface RefreshCoordinator {
-  /** Runs `refresh` at most once across replicas for this refresh token; throws what the winner's refresh threw. */
-  run(refreshToken: string, refresh: () => Promise<OidcTokens>): Promise<OidcTokens>;
+  /**
+   * Runs `refresh` at most once across replicas for this refresh token; throws what the winner's refresh threw.
+   * Another replica's new tokens are handed only to the same client within the in-flight grace (mayShare), else
+   * RefreshReplayRefused.
+   */
+  run(refreshToken: string, client: string, refresh: () => Promise<OidcTokens>): Promise<OidcTokens>;
+}
+
+/**
+ * How long after a refresh finished its new tokens still go to requests carrying the old refresh cookie: those
+ * the same browser sent before the first answer's Set-Cookie reached it. Seconds, not the 30 s it once was.
+ */
+export const IN_FLIGHT_GRACE_MS = 10_000;
+
+/** A request with an already-rotated refresh cookie that is not one of the refreshing browser's own in flight. */
+export class RefreshReplayRefused extends Error {}
+
+/**
+ * Whether a finished refresh's tokens may go to this request: only to the client that refreshed (its address and
+ * user agent, see clientOf in session-refresh.ts), and only while its other requests can still be in flight. An
+ * old cookie replayed from elsewhere, or later, gets nothing.
+ */
+export function mayShare(
+  finished: { client: string; finishedAt: number },
+  client: string,
+  now = Date.now(),
+): boolean {
+  return finished.client === client && now - finished.finishedAt <= IN_FLIGHT_GRACE_MS;
 }
 
 export interface RedisRefreshCoordinatorOptions {
@@ -22,21 +48,26 @@ export interface RedisRefreshCoordinatorOptions {
   logger: Logger;
   /** How long the winner holds the lock: longer than one token-endpoint call (5 s timeout). */
   lockMs?: number;
-  /** How long a finished result stays readable for requests that still carry the old refresh token. */
+  /**
+   * How long a finished result stays in Redis: requests with the old refresh token then learn it was used (and are
+   * refused unless mayShare) instead of spending it again at the identity provider.
+   */
   resultMs?: number;
   /** Bound on every Redis command: a hung Redis must not hold a request. */
   commandTimeoutMs?: number;
   pollMs?: number;
 }
 
-type StoredResult = { kind: "tokens"; tokens: OidcTokens } | { kind: "rejected"; reason: string };
+type StoredResult =
+  | { kind: "tokens"; tokens: OidcTokens; client: string; finishedAt: number }
+  | { kind: "rejected"; reason: string };
 
 const KEY_PREFIX = "cgs:portal-refresh:";
 
 class RedisUnavailable extends Error {}
 
 /** Without Redis (a single replica) the per-process single flight in session-refresh.ts is enough. */
-export const localRefreshCoordinator: RefreshCoordinator = { run: (_token, refresh) => refresh() };
+export const localRefreshCoordinator: RefreshCoordinator = { run: (_token, _client, refresh) => refresh() };
 
 export function createRedisRefreshCoordinator(options: RedisRefreshCoordinatorOptions): RefreshCoordinator {
   const lockMs = options.lockMs ?? 15_000;
@@ -65,17 +96,22 @@ export function createRedisRefreshCoordinator(options: RedisRefreshCoordinatorOp
     });
     return JSON.parse(new TextDecoder().decode(plaintext)) as StoredResult;
   };
-  const unpack = (result: StoredResult): OidcTokens => {
+  const unpack = (result: StoredResult, client: string): OidcTokens => {
     if (result.kind === "rejected") throw new RefreshRejectedError(result.reason);
+    if (!mayShare(result, client)) throw new RefreshReplayRefused("refresh cookie replayed");
     return result.tokens;
   };
 
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-  const lead = async (id: string, refresh: () => Promise<OidcTokens>): Promise<OidcTokens> => {
+  const lead = async (
+    id: string,
+    client: string,
+    refresh: () => Promise<OidcTokens>,
+  ): Promise<OidcTokens> => {
     let result: StoredResult;
     try {
-      result = { kind: "tokens", tokens: await refresh() };
+      result = { kind: "tokens", tokens: await refresh(), client, finishedAt: Date.now() };
     } catch (err) {
       if (!(err instanceof RefreshRejectedError)) {
         // Unreachable provider: free the lock so the next request may try again at once.
@@ -87,19 +123,19 @@ export function createRedisRefreshCoordinator(options: RedisRefreshCoordinatorOp
     await command(["SET", `${KEY_PREFIX}${id}:result`, await seal(result), "PX", String(resultMs)]).catch(
       (err: unknown) => options.logger.warn({ err }, "could not share a browser refresh result"),
     );
-    return unpack(result);
+    return unpack(result, client);
   };
 
   return {
-    async run(refreshToken, refresh) {
+    async run(refreshToken, client, refresh) {
       const id = createHash("sha256").update(refreshToken).digest("base64url");
       try {
         const deadline = Date.now() + lockMs;
         for (;;) {
           const stored = await command(["GET", `${KEY_PREFIX}${id}:result`]);
-          if (typeof stored === "string") return unpack(await open(stored));
+          if (typeof stored === "string") return unpack(await open(stored), client);
           const won = await command(["SET", `${KEY_PREFIX}${id}:lock`, "1", "NX", "PX", String(lockMs)]);
-          if (won === "OK") return await lead(id, refresh);
+          if (won === "OK") return await lead(id, client, refresh);
           if (Date.now() > deadline)
             throw new Error("another gateway's browser refresh did not finish in time");
           await sleep(pollMs);

@@ -1,20 +1,21 @@
-import { hkdfSync } from "node:crypto";
+import { createHash, hkdfSync } from "node:crypto";
 import type { Request } from "express";
 import { CompactEncrypt, compactDecrypt } from "jose";
 import type { Logger } from "pino";
 import { AppError, isSameOriginRequest, readCookie, type JwtVerifier, type Principal } from "@cgs/shared";
 import { RefreshRejectedError, type OidcClient, type OidcTokens } from "./oidc-login";
 import { portalCookie, refreshCookieSecure } from "./portal-cookies";
-import { localRefreshCoordinator, type RefreshCoordinator } from "./refresh-coordinator";
+import {
+  IN_FLIGHT_GRACE_MS,
+  localRefreshCoordinator,
+  mayShare,
+  RefreshReplayRefused,
+  type RefreshCoordinator,
+} from "./refresh-coordinator";
 
 export const REFRESH_COOKIE = "cgs_refresh";
 /** Used when the provider does not say how long its refresh token lives: the spec's idle session lifetime. */
 const DEFAULT_REFRESH_LIFETIME_SECONDS = 30 * 24 * 3600;
-/**
- * How long a finished refresh stays shared with requests carrying the same (old) refresh token: covers
- * requests the browser sent before the first answer's Set-Cookie arrived.
- */
-const SINGLE_FLIGHT_GRACE_MS = 30_000;
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 interface RefreshCookiePayload {
@@ -68,13 +69,37 @@ export type BrowserRefreshOutcome =
   | { kind: "refreshed"; accessToken: string; principal: Principal; setCookies: string[] }
   /** Tampered cookie or the provider refused the token: clear both cookies, answer 401. */
   | { kind: "signed-out"; setCookies: string[] }
+  /**
+   * A refresh cookie already rotated, from another client or past the in-flight grace: answer 401 and leave the
+   * cookies alone (the browser that refreshed holds the new ones; clearing could only hurt it).
+   */
+  | { kind: "replayed" }
   /** The provider could not be reached: keep the cookies (an outage must not sign everyone out), answer 503. */
   | { kind: "unavailable" };
 
 type SharedRefresh =
-  | { kind: "refreshed"; accessToken: string; principal: Principal; setCookies: string[] }
+  | {
+      kind: "refreshed";
+      accessToken: string;
+      principal: Principal;
+      setCookies: string[];
+      /** Who refreshed and when: the new tokens go to that client's requests in flight only (mayShare). */
+      client: string;
+      finishedAt: number;
+    }
   | { kind: "rejected" }
+  | { kind: "replayed" }
   | { kind: "unavailable" };
+
+/**
+ * The browser behind a request, as far as a server can tell without a cookie: its address (the load balancer's
+ * X-Forwarded-For under TRUST_PROXY) and its user agent, hashed.
+ */
+function clientOf(req: Request): string {
+  return createHash("sha256")
+    .update(`${req.ip ?? req.socket.remoteAddress ?? ""}\n${req.headers["user-agent"] ?? ""}`)
+    .digest("base64url");
+}
 
 export interface BrowserSessionOptions {
   publicBaseUrl: string;
@@ -103,11 +128,13 @@ export interface BrowserSessions {
  * refresh token, encrypted, in cgs_refresh. Refreshes are single-flight per refresh token in this process and,
  * through the coordinator, across replicas: concurrent requests from one browser share one token-endpoint call
  * and set the same cookies (refresh tokens rotate, so a second call with the old one would sign the browser out).
+ * The sharing is for that browser's requests in flight only: the same rotated cookie from another client, or
+ * after IN_FLIGHT_GRACE_MS, is refused without a token-endpoint call.
  */
 export function createBrowserSessions(options: BrowserSessionOptions): BrowserSessions {
   const sessionSecure = options.publicBaseUrl.startsWith("https://");
   const refreshSecure = refreshCookieSecure(options.publicBaseUrl);
-  const inFlight = new Map<string, Promise<SharedRefresh>>();
+  const inFlight = new Map<string, { client: string; flight: Promise<SharedRefresh> }>();
   const coordinator = options.coordinator ?? localRefreshCoordinator;
 
   const clearCookies = () => [
@@ -149,11 +176,12 @@ export function createBrowserSessions(options: BrowserSessionOptions): BrowserSe
     return cookies;
   };
 
-  const runRefresh = async (refreshToken: string): Promise<SharedRefresh> => {
+  const runRefresh = async (refreshToken: string, client: string): Promise<SharedRefresh> => {
     let tokens: OidcTokens;
     try {
-      tokens = await coordinator.run(refreshToken, () => options.oidc.refresh(refreshToken));
+      tokens = await coordinator.run(refreshToken, client, () => options.oidc.refresh(refreshToken));
     } catch (err) {
+      if (err instanceof RefreshReplayRefused) return { kind: "replayed" };
       if (err instanceof RefreshRejectedError) {
         options.logger.info({ reason: err.message }, "browser session refresh refused");
         return { kind: "rejected" };
@@ -164,7 +192,14 @@ export function createBrowserSessions(options: BrowserSessionOptions): BrowserSe
     try {
       const principal = await options.verifier.verify(tokens.accessToken);
       const setCookies = await cookiesFor(tokens, principal.expiresAt);
-      return { kind: "refreshed", accessToken: tokens.accessToken, principal, setCookies };
+      return {
+        kind: "refreshed",
+        accessToken: tokens.accessToken,
+        principal,
+        setCookies,
+        client,
+        finishedAt: Date.now(),
+      };
     } catch (err) {
       // The new token is fine but its key cannot be fetched: an outage, not a reason to sign the browser out.
       if (err instanceof AppError && err.code === "UNAVAILABLE") return { kind: "unavailable" };
@@ -173,19 +208,34 @@ export function createBrowserSessions(options: BrowserSessionOptions): BrowserSe
     }
   };
 
-  const sharedRefresh = (refreshToken: string): Promise<SharedRefresh> => {
-    const existing = inFlight.get(refreshToken);
-    if (existing) return existing;
-    const flight = runRefresh(refreshToken);
-    inFlight.set(refreshToken, flight);
-    void flight.then((result) => {
-      if (result.kind === "unavailable") {
-        inFlight.delete(refreshToken);
-        return;
-      }
-      setTimeout(() => inFlight.delete(refreshToken), SINGLE_FLIGHT_GRACE_MS).unref();
-    });
-    return flight;
+  /**
+   * One token-endpoint call per refresh token in this process. Its new tokens go to the requests the same browser
+   * had in flight (mayShare); anyone else presenting the rotated cookie gets "replayed", never the tokens.
+   */
+  const sharedRefresh = async (refreshToken: string, client: string): Promise<SharedRefresh> => {
+    let entry = inFlight.get(refreshToken);
+    if (!entry) {
+      const started = { client, flight: runRefresh(refreshToken, client) };
+      entry = started;
+      inFlight.set(refreshToken, started);
+      void started.flight.then((result) => {
+        // A refusal answers its own client only: the next request asks the coordinator for itself.
+        if (result.kind === "unavailable" || result.kind === "replayed") {
+          if (inFlight.get(refreshToken) === started) inFlight.delete(refreshToken);
+          return;
+        }
+        setTimeout(() => {
+          if (inFlight.get(refreshToken) === started) inFlight.delete(refreshToken);
+        }, IN_FLIGHT_GRACE_MS).unref();
+      });
+    }
+    const result = await entry.flight;
+    if (result.kind === "replayed" && entry.client !== client) return sharedRefresh(refreshToken, client);
+    if (result.kind === "refreshed" && !mayShare(result, client)) {
+      options.logger.warn("a rotated refresh cookie came from another client or too late; refused");
+      return { kind: "replayed" };
+    }
+    return result;
   };
 
   const refreshTokenOf = (req: Request) =>
@@ -205,8 +255,12 @@ export function createBrowserSessions(options: BrowserSessionOptions): BrowserSe
       if (!raw) return { kind: "none" };
       const refreshToken = await openRefreshToken(raw, options.cookieSecret);
       if (!refreshToken) return { kind: "signed-out", setCookies: clearCookies() };
-      const result = await sharedRefresh(refreshToken);
+      const result = await sharedRefresh(refreshToken, clientOf(req));
       if (result.kind === "rejected") return { kind: "signed-out", setCookies: clearCookies() };
+      if (result.kind === "refreshed") {
+        const { accessToken, principal, setCookies } = result;
+        return { kind: "refreshed", accessToken, principal, setCookies };
+      }
       return result;
     },
   };

@@ -7,10 +7,12 @@ describe("billing config", () => {
     expect(config.PAYMENT_PROVIDER).toBe("local");
     expect(config.STRIPE_SECRET_KEY).toBe("sk_test_local");
     expect(config.STRIPE_WEBHOOK_SECRET).toBe("whsec_local_development_secret");
-    expect(config.LOCAL_CHECKOUT_BASE_URL).toBe("http://127.0.0.1:8102");
-    expect(loadConfig(billingConfigSchema, { PORT: "9102" }).LOCAL_CHECKOUT_BASE_URL).toBe(
-      "http://127.0.0.1:9102",
-    );
+    // The pages are on the one origin: the gateway forwards /local-checkout/ here (its LOCAL_CHECKOUT).
+    expect(config.LOCAL_CHECKOUT_BASE_URL).toBe("http://127.0.0.1:8080");
+    expect(
+      loadConfig(billingConfigSchema, { PORT: "9102", PUBLIC_BASE_URL: "http://127.0.0.1:18080" })
+        .LOCAL_CHECKOUT_BASE_URL,
+    ).toBe("http://127.0.0.1:18080");
     expect(config.LOCAL_CHECKOUT_WEBHOOK_URL).toBe("http://127.0.0.1:8080/api/v1/billing/stripe-webhook");
     expect(config.storageTiers.basic).toEqual({ tier: "basic", sizeGb: 50, pricePerPeriod: 200 });
   });

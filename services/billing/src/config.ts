@@ -60,7 +60,7 @@ export const billingConfigSchema = z
     LOCAL_CHECKOUT_BASE_URL: envUrl()
       .optional()
       .describe(
-        "Where this process serves the local Checkout stand-in (PAYMENT_PROVIDER=local only); default http://127.0.0.1:<PORT>",
+        "Origin of the local Checkout stand-in's pages (PAYMENT_PROVIDER=local only); default PUBLIC_BASE_URL, where the gateway (LOCAL_CHECKOUT=true) forwards /local-checkout/ to this service",
       ),
     LOCAL_CHECKOUT_WEBHOOK_URL: envUrl()
       .optional()
@@ -135,7 +135,7 @@ export const billingConfigSchema = z
       PAYMENT_PROVIDER: config.PAYMENT_PROVIDER ?? (production ? "stripe" : "local"),
       STRIPE_SECRET_KEY: config.STRIPE_SECRET_KEY ?? LOCAL_STRIPE_SECRET_KEY,
       STRIPE_WEBHOOK_SECRET: config.STRIPE_WEBHOOK_SECRET ?? LOCAL_STRIPE_WEBHOOK_SECRET,
-      LOCAL_CHECKOUT_BASE_URL: config.LOCAL_CHECKOUT_BASE_URL ?? `http://127.0.0.1:${config.PORT}`,
+      LOCAL_CHECKOUT_BASE_URL: config.LOCAL_CHECKOUT_BASE_URL ?? config.PUBLIC_BASE_URL,
       LOCAL_CHECKOUT_WEBHOOK_URL:
         config.LOCAL_CHECKOUT_WEBHOOK_URL ?? `${config.PUBLIC_BASE_URL}/api/v1/billing/stripe-webhook`,
       storageTiers: parseStorageTiers(config.STORAGE_TIERS),

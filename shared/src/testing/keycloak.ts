@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { createHmac, randomBytes } from "node:crypto";
+import { runningInCi } from "./ci";
 
 /**
  * Keycloak test peer (test/peers): realm cgs, admin client cgs-admin, and cgs-test, the password-grant client that only
@@ -20,8 +21,11 @@ const adminUrl = () => `${keycloakTestSettings.baseUrl}/admin/realms/${keycloakT
  * Whether the Keycloak peer answers, decided synchronously (so a suite can choose `describe` or `describe.skip` at
  * load time). In CI an unreachable Keycloak is an error, never a skip.
  */
-export function keycloakReachableSync(): boolean {
-  const discovery = `${realmUrl()}/.well-known/openid-configuration`;
+export function keycloakReachableSync(
+  env: NodeJS.ProcessEnv = process.env,
+  baseUrl = keycloakTestSettings.baseUrl,
+): boolean {
+  const discovery = `${baseUrl}/realms/${keycloakTestSettings.realm}/.well-known/openid-configuration`;
   try {
     execFileSync(
       process.execPath,
@@ -30,9 +34,28 @@ export function keycloakReachableSync(): boolean {
     );
     return true;
   } catch {
-    if (process.env.CI === "true") throw new Error(`Keycloak is required in CI: ${discovery}`);
+    if (runningInCi(env)) {
+      throw new Error(
+        `Keycloak is required in CI: ${discovery} does not answer (bash test/peers/up.sh keycloak)`,
+      );
+    }
     return false;
   }
+}
+
+/**
+ * `describe` when the Keycloak peer answers. Without it: in CI the suite fails (this throws while the file
+ * loads); elsewhere it is skipped, saying so on stderr and in every test's name.
+ */
+export function describeWithKeycloak(
+  env: NodeJS.ProcessEnv = process.env,
+  baseUrl = keycloakTestSettings.baseUrl,
+): jest.Describe {
+  if (keycloakReachableSync(env, baseUrl)) return describe;
+  console.warn(
+    `\n*** SKIPPING: Keycloak does not answer at ${baseUrl}. Start it with: bash test/peers/up.sh keycloak ***\n`,
+  );
+  return describe.skip;
 }
 
 export async function keycloakAvailable(): Promise<boolean> {

@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { decodeJwt, discoverAuthorizationServer, isExpired } from "@cgs/sdk";
+import { decodeJwt, discoverAuthorizationServer, discoverIssuer, isExpired } from "@cgs/sdk";
 import { SignedOutError, UsageError } from "../cli-errors";
 import { pollForTokens, requestDeviceCode, revokeToken } from "../device-login";
 import { emit, note, openInBrowser, readStdin } from "../terminal-output";
@@ -38,8 +38,11 @@ export function authCommands(program: Command): void {
       action(async (ctx, opts: { browser: boolean; withToken?: boolean }) => {
         const baseUrl = ctx.baseUrl();
         let credentials: { accessToken: string; refreshToken?: string };
+        let issuer: string | undefined;
         if (opts.withToken) {
           credentials = parsePastedToken(await readStdin());
+          // The API checks the token below; its `iss` is then the identity provider that origin trusts.
+          issuer = decodeJwt(credentials.accessToken)?.iss;
         } else {
           const server = await discoverAuthorizationServer(baseUrl, fetch);
           const device = await requestDeviceCode(server);
@@ -50,6 +53,7 @@ export function authCommands(program: Command): void {
           if (opts.browser) openInBrowser(url);
           note("Waiting for you to approve the sign-in...");
           credentials = await pollForTokens(server, device);
+          issuer = server.issuer;
         }
         // Check the token against the API before keeping it.
         const identity = await ctx.anonymousClient().raw.GET("/api/v1/session", {
@@ -58,7 +62,7 @@ export function authCommands(program: Command): void {
         if (!identity.data)
           throw new SignedOutError("The token was refused by the API. Run `cgs login` again.");
         await ctx.store.update(ctx.options.profile, async () => ({
-          next: { baseUrl, ...credentials },
+          next: { baseUrl, ...(issuer ? { issuer } : {}), ...credentials },
           result: undefined,
         }));
         emit(ctx.options.json, identity.data, () => {
@@ -82,10 +86,11 @@ export function authCommands(program: Command): void {
           note("Not signed in.");
           return;
         }
-        if (stored.refreshToken) {
+        // Revoked where it was issued (older profiles: their token's `iss`), never at an issuer another origin names.
+        const issuer = stored.issuer ?? decodeJwt(stored.accessToken)?.iss;
+        if (stored.refreshToken && issuer) {
           const clientId = decodeJwt(stored.accessToken)?.azp ?? "cgs-cli";
-          const server = await discoverAuthorizationServer(ctx.baseUrl(), fetch);
-          await revokeToken(server, stored.refreshToken, clientId);
+          await revokeToken(await discoverIssuer(issuer, fetch), stored.refreshToken, clientId);
         }
         await ctx.store.update(ctx.options.profile, async () => ({ next: null, result: undefined }));
         emit(ctx.options.json, { signedOut: true }, () => "Signed out.");

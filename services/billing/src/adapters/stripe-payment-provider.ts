@@ -38,10 +38,16 @@ export function createStripePaymentProvider(stripe: Stripe): PaymentProvider {
       return { id: session.id, url: session.url };
     },
     async refundPayment(request) {
-      await stripe.refunds.create(
-        { payment_intent: request.paymentIntentId, reason: "requested_by_customer" },
-        { idempotencyKey: request.idempotencyKey },
-      );
+      try {
+        await stripe.refunds.create(
+          { payment_intent: request.paymentIntentId, reason: "requested_by_customer" },
+          { idempotencyKey: request.idempotencyKey },
+        );
+      } catch (err) {
+        // A retry after Stripe forgot the idempotency key (24 h) finds the payment refunded: that is the goal.
+        if ((err as { code?: unknown }).code === "charge_already_refunded") return;
+        throw err;
+      }
     },
   };
 }

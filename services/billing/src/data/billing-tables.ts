@@ -139,7 +139,8 @@ export const topupsTable = pgTable(
     checkoutSessionId: text("checkout_session_id"),
     checkoutUrl: text("checkout_url"),
     status: text("status")
-      .$type<"creating" | "open" | "paid" | "refunded_closed_wallet">()
+      // refund_pending: paid to a closed wallet, the refund recorded as intended but not yet confirmed by Stripe.
+      .$type<"creating" | "open" | "paid" | "refund_pending" | "refunded_closed_wallet">()
       .notNull()
       .default("creating"),
     /** Stripe's payment intent of the paid checkout: refunds and disputes name it. */

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { and, eq, or, sql } from "drizzle-orm";
+import { and, eq, inArray, or, sql } from "drizzle-orm";
 import type { SqlExecutor } from "@cgs/shared";
 import { disputesTable, paymentReviewsTable, stripeEventsTable, topupsTable } from "./billing-tables";
 import {
@@ -32,12 +32,28 @@ export async function recordStripeEvent(
 }
 
 /** True when the event id was already recorded: a redelivery answered with one read and no transaction. */
-export async function stripeEventSeen(executor: SqlExecutor, eventId: string): Promise<boolean> {
+/** The recorded outcome of an event id, or undefined when it was never recorded. */
+export async function stripeEventOutcome(
+  executor: SqlExecutor,
+  eventId: string,
+): Promise<string | undefined> {
+  const rows = await executor
+    .select({ outcome: stripeEventsTable.outcome })
+    .from(stripeEventsTable)
+    .where(eq(stripeEventsTable.eventId, eventId));
+  return rows[0]?.outcome;
+}
+
+/** Of these recorded event ids, the ones whose closed-wallet refund is still to be finished. */
+export async function refundPendingEvents(executor: SqlExecutor, eventIds: string[]): Promise<Set<string>> {
+  if (eventIds.length === 0) return new Set();
   const rows = await executor
     .select({ eventId: stripeEventsTable.eventId })
     .from(stripeEventsTable)
-    .where(eq(stripeEventsTable.eventId, eventId));
-  return rows.length > 0;
+    .where(
+      and(inArray(stripeEventsTable.eventId, eventIds), eq(stripeEventsTable.outcome, "refund_pending")),
+    );
+  return new Set(rows.map((r) => r.eventId));
 }
 
 export async function setStripeEventOutcome(tx: BillingTransaction, eventId: string, outcome: string) {

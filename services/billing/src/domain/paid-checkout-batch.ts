@@ -2,6 +2,7 @@ import type Stripe from "stripe";
 import { metrics } from "@cgs/shared";
 import {
   recordAndLockCheckouts,
+  refundPendingEvents,
   topupIdOf,
   writeTopupCredits,
   type CheckoutTopup,
@@ -135,8 +136,11 @@ async function creditInTransaction(
     checkoutSessionIds: checkouts.flatMap((c) => c.checkoutSessionId ?? []),
     periodStart: billingPeriodAt(deps.clock.now()).start,
   });
+  const repeated = events.filter((e) => !recorded.has(e.id)).map((e) => e.id);
+  // A closed wallet's refund left unfinished (billing stopped mid-way) is finished by the per-event path.
+  const unfinished = await refundPendingEvents(tx, repeated);
   const outcomes = new Map<string, BatchOutcome>(
-    events.filter((e) => !recorded.has(e.id)).map((e) => [e.id, "duplicate_event"]),
+    repeated.map((id) => [id, unfinished.has(id) ? "per_event" : "duplicate_event"]),
   );
   const fresh = events.filter((e) => recorded.has(e.id));
   if (fresh.length === 0) return { outcomes, credits: [] };

@@ -8,7 +8,7 @@ import {
   recordPaymentReview,
   recordStripeEvent,
   setStripeEventOutcome,
-  stripeEventSeen,
+  stripeEventOutcome,
   updateTopup,
   type TopupRow,
 } from "../data/payment-repository";
@@ -27,6 +27,8 @@ export type StripeEventOutcome =
   | "unpaid"
   | "ignored_type"
   | "needs_review"
+  /** Recorded between the two transactions of a closed wallet's refund; a redelivery finishes it. */
+  | "refund_pending"
   | "refunded_closed_wallet"
   | "refund_taken_back"
   | "already_refunded"
@@ -90,7 +92,8 @@ interface EventContext {
 /**
  * Applies one verified Stripe event once (its id is recorded in the same transaction): a checkout that
  * matches a top-up the platform created credits it (settling any shortfall first); refunds and lost
- * disputes take the credit back; an open dispute blocks starts. Other types are acknowledged.
+ * disputes take the credit back; an open dispute blocks starts. Other types are acknowledged. A payment to a
+ * closed wallet is refunded through Stripe after that transaction, never inside it (see refundToClosedWallet).
  */
 export async function applyStripeEvent(
   deps: BillingDeps,
@@ -99,14 +102,17 @@ export async function applyStripeEvent(
 ): Promise<StripeEventOutcome> {
   if (!HANDLED.has(event.type)) return "ignored_type";
   // Most redeliveries arrive long after the first; the insert below still decides a concurrent pair.
-  if (await stripeEventSeen(deps.db, event.id)) return "duplicate_event";
-  return deps.db.transaction(async (tx) => {
+  const seen = await stripeEventOutcome(deps.db, event.id);
+  if (seen === "refund_pending") return finishClosedWalletRefund(deps, event, payments);
+  if (seen !== undefined) return "duplicate_event";
+  const outcome = await deps.db.transaction(async (tx) => {
     if (!(await recordStripeEvent(tx, event.id, event.type))) return "duplicate_event";
     const ctx: EventContext = { tx, deps, event, payments };
     const outcome = await dispatch(ctx);
     await setStripeEventOutcome(tx, event.id, outcome);
     return outcome;
   });
+  return outcome === "refund_pending" ? finishClosedWalletRefund(deps, event, payments) : outcome;
 }
 
 function dispatch(ctx: EventContext): Promise<StripeEventOutcome> {
@@ -228,9 +234,14 @@ async function applyPaidCheckout(ctx: EventContext): Promise<StripeEventOutcome>
   return "credited";
 }
 
+/** Same key, same refund: Stripe answers a repeat with the refund it already made. */
+export const closedWalletRefundKey = (topupId: string) => `cgs-closed-wallet-${topupId}`;
+
 /**
- * A payment that reaches a closed wallet goes back through Stripe, inside the transaction: if Stripe
- * cannot be reached the event is not recorded and Stripe's redelivery tries again (same idempotency key).
+ * A payment that reaches a closed wallet goes back through Stripe in three steps, so no lock is held across the
+ * network call: here (in the event's transaction) the intent is recorded (top-up and event `refund_pending`);
+ * after the commit finishClosedWalletRefund calls Stripe, then records the outcome. A crash or a failed call in
+ * between leaves the intent, and Stripe's redelivery of the event finishes it with the same idempotency key.
  */
 async function refundToClosedWallet(
   ctx: EventContext,
@@ -239,10 +250,36 @@ async function refundToClosedWallet(
 ): Promise<StripeEventOutcome> {
   if (!ctx.payments) throw new Error("a payment for a closed wallet needs the payment provider to refund it");
   if (!paymentIntentId) return review(ctx, "payment for a closed wallet without a payment intent", topup);
-  await ctx.payments.refundPayment({ paymentIntentId, idempotencyKey: `cgs-closed-wallet-${topup.id}` });
-  await updateTopup(ctx.tx, topup.id, { status: "refunded_closed_wallet", paymentIntentId });
-  ctx.deps.logger.warn(
-    { accountId: topup.accountId, topupId: topup.id },
+  await updateTopup(ctx.tx, topup.id, { status: "refund_pending", paymentIntentId });
+  return "refund_pending";
+}
+
+/** Steps two and three of a closed wallet's refund: Stripe, outside any transaction, then the outcome. */
+async function finishClosedWalletRefund(
+  deps: BillingDeps,
+  event: Stripe.Event,
+  payments: PaymentRefunds | undefined,
+): Promise<StripeEventOutcome> {
+  if (!payments) throw new Error("a payment for a closed wallet needs the payment provider to refund it");
+  const { topupId, checkoutSessionId } = readPaidCheckout(event);
+  if (!checkoutSessionId) throw new Error(`refund-pending event ${event.id} names no checkout`);
+  const where = { topupId, checkoutSessionId };
+  const pending = await deps.db.transaction((tx) => lockTopupForCheckout(tx, where));
+  if (!pending?.paymentIntentId) throw new Error(`refund-pending event ${event.id} has no top-up to refund`);
+  if (pending.status === "refund_pending") {
+    await payments.refundPayment({
+      paymentIntentId: pending.paymentIntentId,
+      idempotencyKey: closedWalletRefundKey(pending.id),
+    });
+  }
+  await deps.db.transaction(async (tx) => {
+    const topup = await lockTopupForCheckout(tx, where);
+    if (topup?.status === "refund_pending")
+      await updateTopup(tx, topup.id, { status: "refunded_closed_wallet" });
+    await setStripeEventOutcome(tx, event.id, "refunded_closed_wallet");
+  });
+  deps.logger.warn(
+    { accountId: pending.accountId, topupId: pending.id },
     "payment to a closed wallet refunded",
   );
   return "refunded_closed_wallet";

@@ -19,15 +19,20 @@ const escapeHtml = (text: string) =>
     (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!,
   );
 
+/** A stylesheet of its own, not inline: the page is served under the gateway's CSP (style-src 'self'). */
+const STYLESHEET = `body{font-family:system-ui,sans-serif;max-width:28rem;margin:4rem auto;padding:0 1rem}
+button{font-size:1rem;padding:.6rem 1.2rem;margin-right:.5rem}.note{color:#666;font-size:.85rem}
+`;
+
 function page(title: string, body: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>
-<style>body{font-family:system-ui,sans-serif;max-width:28rem;margin:4rem auto;padding:0 1rem}
-button{font-size:1rem;padding:.6rem 1.2rem;margin-right:.5rem}.note{color:#666;font-size:.85rem}</style></head>
+<link rel="stylesheet" href="/local-checkout/style.css"></head>
 <body>${body}</body></html>`;
 }
 
 /**
- * The local stand-in for Stripe's hosted Checkout page (PAYMENT_PROVIDER=local, never in production).
+ * The local stand-in for Stripe's hosted Checkout page (PAYMENT_PROVIDER=local, never in production), reached
+ * through the gateway's origin (its LOCAL_CHECKOUT forwards /local-checkout/ here).
  * "Pay" sends the same signed checkout.session.completed webhook Stripe would send, then redirects to the
  * portal's success page, so a top-up completes end to end on a developer machine.
  */
@@ -40,6 +45,10 @@ export function localCheckoutRoutes(deps: BillingDeps, options: LocalCheckoutOpt
     if (!topup) throw AppError.notFound("Checkout session not found");
     return topup;
   };
+
+  router.get("/local-checkout/style.css", (_req, res) => {
+    res.type("css").send(STYLESHEET);
+  });
 
   router.get("/local-checkout/:id", async (req, res) => {
     const topup = await loadTopup(req.params.id);

@@ -41,6 +41,12 @@ describe("local Checkout stand-in (npm start)", () => {
     expect(page.status).toBe(200);
     expect(page.type).toBe("text/html");
     expect(page.text).toContain("Top up 10.00 USD");
+    // No inline style: the page is served under the gateway's CSP (style-src 'self').
+    expect(page.text).not.toContain("<style");
+    expect(page.text).toContain('<link rel="stylesheet" href="/local-checkout/style.css">');
+    const css = await request(base).get("/local-checkout/style.css");
+    expect(css.status).toBe(200);
+    expect(css.type).toBe("text/css");
 
     const paid = await request(base).post(`/local-checkout/${first.body.checkoutSessionId}/pay`);
     expect(paid.status).toBe(303);

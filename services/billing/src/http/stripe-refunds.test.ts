@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import Stripe from "stripe";
 import request from "supertest";
 import { createContractChecker } from "@cgs/shared/testing/contract";
-import { paymentReviewsTable, topupsTable, walletsTable } from "../data/billing-tables";
+import { paymentReviewsTable, stripeEventsTable, topupsTable, walletsTable } from "../data/billing-tables";
 import { findLedgerMismatches } from "../data/wallet-repository";
 import { closeWallet } from "../domain/account-closure";
 import { authorizeStart } from "../domain/start-authorization";
@@ -46,6 +46,16 @@ const dispute = (type: string, id: string, paymentIntentId: string, amount: numb
 describe("refunds, disputes and payments that must not be credited (real PostgreSQL, stripe-mock)", () => {
   let svc: BillingTestService;
   const refunds: RefundRequest[] = [];
+  /** Every refund call billing made, and those that reached stripe-mock. */
+  const refundCalls: RefundRequest[] = [];
+  const reachedStripe: RefundRequest[] = [];
+  /**
+   * What the next refund call meets. A crash of billing between its steps cannot be produced on demand by the
+   * real peers, so "before"/"after" fail the call before or after stripe-mock took it, as a crash would leave
+   * it; "gate" holds the call until the test lets it go.
+   */
+  let refundFault:
+    { kind: "before" | "after" } | { kind: "gate"; reached: () => void; until: Promise<void> } | undefined;
 
   beforeAll(async () => {
     // The real Stripe adapter against stripe-mock; the wrapper only records what billing asked Stripe to do.
@@ -60,7 +70,17 @@ describe("refunds, disputes and payments that must not be credited (real Postgre
         payments: {
           ...real,
           refundPayment: async (r) => {
+            refundCalls.push(r);
+            const fault = refundFault;
+            refundFault = undefined;
+            if (fault?.kind === "before") throw new Error("billing stopped before calling Stripe");
+            if (fault?.kind === "gate") {
+              fault.reached();
+              await fault.until;
+            }
             await real.refundPayment(r);
+            reachedStripe.push(r);
+            if (fault?.kind === "after") throw new Error("billing stopped after Stripe refunded");
             refunds.push(r);
           },
         },
@@ -69,9 +89,9 @@ describe("refunds, disputes and payments that must not be credited (real Postgre
   });
   afterAll(() => svc.close());
 
-  const deliver = async (event: Stripe.Event) => {
+  const send = (event: Stripe.Event) => {
     const payload = JSON.stringify(event);
-    const res = await request(svc.url)
+    return request(svc.url)
       .post(WEBHOOK)
       .set("content-type", "application/json")
       .set(
@@ -79,6 +99,9 @@ describe("refunds, disputes and payments that must not be credited (real Postgre
         signer.webhooks.generateTestHeaderString({ payload, secret: TEST_WEBHOOK_SECRET }),
       )
       .send(payload);
+  };
+  const deliver = async (event: Stripe.Event) => {
+    const res = await send(event);
     expect(res.status).toBe(200);
     contract.assertResponse("POST", WEBHOOK, 200, res.body);
   };
@@ -206,6 +229,71 @@ describe("refunds, disputes and payments that must not be credited (real Postgre
     const row = (await svc.database.db.select().from(topupsTable).where(eq(topupsTable.id, late.topupId)))[0];
     expect(row?.status).toBe("refunded_closed_wallet");
   });
+
+  const topupStatus = async (topupId: string) =>
+    (await svc.database.db.select().from(topupsTable).where(eq(topupsTable.id, topupId)))[0]?.status;
+  const eventOutcome = async (eventId: string) =>
+    (await svc.database.db.select().from(stripeEventsTable).where(eq(stripeEventsTable.eventId, eventId)))[0]
+      ?.outcome;
+  const closedWalletPayment = async () => {
+    const acct = account();
+    await topUp(acct, 1_000);
+    const late = await placeTopup(svc.deps, acct, 3_000);
+    await svc.database.db.transaction((tx) => closeWallet(tx, svc.deps, acct));
+    return { acct, late };
+  };
+
+  it("when Stripe's refund call is under way, then neither the wallet nor the top-up is locked", async () => {
+    const { acct, late } = await closedWalletPayment();
+    let reached!: () => void;
+    let release!: () => void;
+    const atStripe = new Promise<void>((r) => (reached = r));
+    refundFault = { kind: "gate", reached, until: new Promise<void>((r) => (release = r)) };
+    const delivery = send(late.paid).then((res) => res.status);
+    await atStripe;
+    try {
+      // Another transaction takes both rows at once: NOWAIT fails with lock_not_available if the refund held them.
+      await svc.database.db.transaction(async (tx) => {
+        await tx.execute(sql`select 1 from wallets where account_id = ${acct} for update nowait`);
+        await tx.execute(sql`select 1 from topups where id = ${late.topupId} for update nowait`);
+      });
+      expect(await topupStatus(late.topupId)).toBe("refund_pending");
+    } finally {
+      release();
+    }
+    expect(await delivery).toBe(200);
+    expect(await topupStatus(late.topupId)).toBe("refunded_closed_wallet");
+    expect(await eventOutcome(late.paid.id)).toBe("refunded_closed_wallet");
+  });
+
+  it.each([
+    ["before Stripe was called", "before" as const, 1],
+    ["after Stripe refunded", "after" as const, 2],
+  ])(
+    "when billing stops %s, then Stripe's redelivery finishes the refund with the same idempotency key and records it once",
+    async (_when, kind, stripeCalls) => {
+      const { acct, late } = await closedWalletPayment();
+      const before = await wallet(acct);
+      refundFault = { kind };
+      expect((await send(late.paid)).status).toBe(500);
+      // The intent survived the failure: the event is not a duplicate yet, the top-up is not credited.
+      expect(await topupStatus(late.topupId)).toBe("refund_pending");
+      expect(await eventOutcome(late.paid.id)).toBe("refund_pending");
+      await deliver(late.paid);
+      await deliver(late.paid);
+      expect(await topupStatus(late.topupId)).toBe("refunded_closed_wallet");
+      expect(await eventOutcome(late.paid.id)).toBe("refunded_closed_wallet");
+      const same = {
+        paymentIntentId: late.paymentIntentId,
+        idempotencyKey: `cgs-closed-wallet-${late.topupId}`,
+      };
+      const mine = (calls: RefundRequest[]) =>
+        calls.filter((r) => r.paymentIntentId === late.paymentIntentId);
+      expect(mine(refundCalls)).toEqual([same, same]);
+      expect(mine(reachedStripe)).toEqual(Array(stripeCalls).fill(same));
+      expect(await wallet(acct)).toEqual(before);
+    },
+  );
 
   it.each([
     [

@@ -1,4 +1,5 @@
 import http from "node:http";
+import { Pool } from "pg";
 import { metrics } from "@cgs/shared";
 import { tamperToken } from "@cgs/shared/testing/tokens";
 import { startRunningSession, startSessionsHarness, type SessionsHarness } from "../testing/sessions-harness";
@@ -110,20 +111,28 @@ describe("poll served in front of Express", () => {
 describe("poll while the database is gone", () => {
   let down: SessionsHarness;
   beforeAll(async () => {
-    down = await startSessionsHarness();
+    down = await startSessionsHarness({ db: "postgres" });
   });
   afterAll(() => down.close().catch(() => undefined));
 
-  it("when the database cannot answer, then the poll answers a 5xx error body with no internals", async () => {
+  it("when the database cannot answer, then the poll asks it once and answers a 5xx error body with no internals", async () => {
     const acct = account();
     const token = await down.token(acct);
     await down.database.close();
-    const res = await fetch(`${down.service.url}${POLL_PATH}`, {
-      headers: { authorization: `Bearer ${token}` },
-    });
-    expect(res.status).toBeGreaterThanOrEqual(500);
-    const body = (await res.json()) as { error: string; message: string };
-    expect(["UNAVAILABLE", "INTERNAL"]).toContain(body.error);
-    expect(body.message).not.toMatch(/select|sessions|stack|at /i);
+    // Every query and transaction takes a connection from the pool: one call is one trip to the database.
+    const connects = jest.spyOn(Pool.prototype, "connect");
+    try {
+      const res = await fetch(`${down.service.url}${POLL_PATH}`, {
+        headers: { authorization: `Bearer ${token}`, "x-request-id": "poll-failed-1" },
+      });
+      expect(res.status).toBeGreaterThanOrEqual(500);
+      expect(res.headers.get("x-request-id")).toBe("poll-failed-1");
+      const body = (await res.json()) as { error: string; message: string };
+      expect(["UNAVAILABLE", "INTERNAL"]).toContain(body.error);
+      expect(body.message).not.toMatch(/select|sessions|stack|at /i);
+      expect(connects).toHaveBeenCalledTimes(1);
+    } finally {
+      connects.mockRestore();
+    }
   });
 });
