@@ -6,6 +6,7 @@ export default defineConfig({
     "../../shared/src/db/shared-tables.ts",
     "./src/data/session-tables.ts",
     "./src/data/streaming-credential-tables.ts",
+    "./src/data/private-network-tables.ts",
   ],
   out: "./drizzle",
 });

@@ -44,7 +44,11 @@ export interface Ec2Settings {
  * cloud-init for the streaming image: writes the instance's own Sunshine API credentials and, when given, the
  * single-use key its boot unit joins the private network with (both read by the image's boot units).
  */
-export function streamingUserData(credentials: StreamingCredentials, privateNetworkKey?: string): string {
+export function streamingUserData(
+  credentials: StreamingCredentials,
+  privateNetworkKey?: string,
+  privateNetworkLoginServer?: string,
+): string {
   const file = (path: string, content: string) => [
     `  - path: ${path}`,
     "    permissions: '0600'",
@@ -58,7 +62,13 @@ export function streamingUserData(credentials: StreamingCredentials, privateNetw
       "/etc/cgs/sunshine-credentials.env",
       `SUNSHINE_USERNAME=${credentials.username}\nSUNSHINE_PASSWORD=${credentials.password}\n`,
     ),
-    ...(privateNetworkKey ? file("/etc/cgs/tailscale.env", `TS_AUTHKEY=${privateNetworkKey}\n`) : []),
+    ...(privateNetworkKey
+      ? file(
+          "/etc/cgs/tailscale.env",
+          `TS_AUTHKEY=${privateNetworkKey}\n` +
+            (privateNetworkLoginServer ? `TS_LOGIN_SERVER=${privateNetworkLoginServer}\n` : ""),
+        )
+      : []),
     "",
   ].join("\n");
   return Buffer.from(cloudConfig).toString("base64");
@@ -144,7 +154,13 @@ export class Ec2CloudProvider implements CloudProvider {
           }
         : { ImageId: s.amiId, InstanceType: s.instanceType as RunInstancesCommandInput["InstanceType"] }),
       ...(request.streamingCredentials
-        ? { UserData: streamingUserData(request.streamingCredentials, request.privateNetworkKey) }
+        ? {
+            UserData: streamingUserData(
+              request.streamingCredentials,
+              request.privateNetworkKey,
+              request.privateNetworkLoginServer,
+            ),
+          }
         : {}),
       ...(s.subnetId ? { SubnetId: s.subnetId } : {}),
       ...(s.securityGroupIds && s.securityGroupIds.length > 0

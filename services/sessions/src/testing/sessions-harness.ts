@@ -10,6 +10,7 @@ import {
   loadOpenApiDocument,
   oidcSettings,
   startServer,
+  systemClock,
   type Closer,
   type RunningServer,
 } from "@cgs/shared";
@@ -26,7 +27,7 @@ import { loadGatewayConfig } from "../../../../gateway/src/config";
 import { closedPortUrl, gatewayTestEnv } from "../../../../test/harnesses/gateway-harness";
 import { createApp, type SessionsContext } from "../app";
 import { createBillingClient } from "../adapters/billing-client";
-import { SimulatedPrivateNetwork } from "../adapters/private-network";
+import { SimulatedPrivateNetwork, type PrivateNetwork } from "../adapters/private-network";
 import { withStreamingCredentials } from "../adapters/credential-issuing-cloud";
 import { SimulatedCloudProvider } from "../adapters/simulated-cloud-provider";
 import { SimulatedStreamingHost } from "../adapters/streaming-host";
@@ -53,6 +54,8 @@ export interface HarnessOptions {
   hostReadyDelayMs?: number;
   /** Validate every response against openapi.json (default true; the benchmark turns it off). */
   contractCheck?: boolean;
+  /** The private network to use instead of the simulator (e.g. a real Headscale's adapter). */
+  privateNetwork?: (db: SessionsDomainDeps["db"]) => PrivateNetwork;
 }
 
 export interface SessionsHarness {
@@ -63,6 +66,7 @@ export interface SessionsHarness {
   streamingHost: SimulatedStreamingHost;
   /** Per-instance streaming-host credentials (sealed in the sessions database). */
   vault: StreamingCredentialVault;
+  /** The simulator (unused when `options.privateNetwork` chose another; `deps.privateNetwork` is the one in use). */
   privateNetwork: SimulatedPrivateNetwork;
   database: OpenedTestDatabase<typeof schema>;
   config: SessionsConfig;
@@ -177,14 +181,16 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
     installed: (ip) => cloud.installedCredentials(ip),
   });
   const privateNetwork = new SimulatedPrivateNetwork((ip) => cloud.hostTags(ip));
+  const network = options.privateNetwork?.(database.db) ?? privateNetwork;
   const adapters = {
     cloud: withStreamingCredentials(cloud, vault, {
-      network: privateNetwork,
-      hostTag: config.VPN_HOST_TAG,
+      network,
+      db: database.db,
+      clock: systemClock,
       keyTtlSeconds: config.VPN_HOST_KEY_TTL_SECONDS,
     }),
     streamingHost,
-    privateNetwork,
+    privateNetwork: network,
     accounts: createAccountsClient({
       baseUrl: config.ACCOUNTS_URL,
       timeoutMs: config.INTERNAL_CALL_TIMEOUT_MS,
