@@ -8,6 +8,9 @@ cd "$root"
 bash test/peers/up.sh postgres redis moto stripe-mock keycloak mailpit
 bash test/peers/chromium.sh
 bash test/peers/helm.sh >/dev/null
+# Headscale and the tailscaled/tailscale of its release (the private-network suites and npm start's launcher run
+# their own Headscale from these; the first build takes minutes).
+bash test/peers/headscale.sh install >/dev/null
 # promtool (alert unit tests) comes with Debian's prometheus; the platform's observability test starts
 # Prometheus and Zipkin itself, on its own ports, from these installs.
 bash test/peers/peer.sh prometheus install

@@ -11,6 +11,12 @@ const run = promisify(execFile);
 const repoRoot = path.resolve(__dirname, "..", "..", "..");
 const script = path.join(repoRoot, "test", "peers", "headscale.sh");
 
+/** The directory holding headscale, tailscaled and tailscale (built on a cold cache). */
+export async function headscaleBinaries(): Promise<string> {
+  const { stdout } = await run("bash", [script, "install"], { timeout: 1_800_000 });
+  return stdout.trim();
+}
+
 /** A Headscale of the test's own (sqlite in a temp dir, a free loopback port), started by test/peers/headscale.sh. */
 export interface RunningHeadscale {
   url: string;

@@ -68,8 +68,11 @@ export class HeadscalePrivateNetwork implements PrivateNetwork {
     return id;
   }
 
-  /** The account's user, created on its first key; a concurrent creation by another replica is read back. */
-  private async ensureUser(accountId: string): Promise<string> {
+  /**
+   * The account's Headscale user (its place on the network), created on its first key; a concurrent creation by
+   * another replica is read back. Returns the user's id.
+   */
+  async ensureAccount(accountId: string): Promise<string> {
     const name = accountNetworkName(accountId);
     const existing = await this.findUser(name);
     if (existing) return existing;
@@ -100,7 +103,7 @@ export class HeadscalePrivateNetwork implements PrivateNetwork {
   }
 
   async createKey(request: KeyRequest): Promise<AuthKey> {
-    const user = await this.ensureUser(request.accountId);
+    const user = await this.ensureAccount(request.accountId);
     const body = await this.call<{ preAuthKey?: { id?: string; key?: string; expiration?: string } }>(
       "POST",
       "/api/v1/preauthkey",
