@@ -301,6 +301,8 @@ describe("chart cgs-platform with the self-hosted private network (Headscale)", 
     "headscale.database.host=cgs-prod.abc.eu-west-1.rds.amazonaws.com",
     "--set",
     "headscale.secret=arn:aws:secretsmanager:eu-west-1:123456789012:secret:cgs-prod/headscale-AbCdEf",
+    "--set",
+    "headscale.databaseSecret=arn:aws:secretsmanager:eu-west-1:123456789012:secret:cgs-prod/headscale/database-AbCdEf",
   ];
   let manifests: Manifest[];
   beforeAll(() => {
