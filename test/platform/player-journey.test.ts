@@ -96,7 +96,10 @@ describe("a player's journey through the gateway", () => {
     const connect = await api<{ privateNetIp: string; port: number }>("GET", "/sessions/connect");
     expect(connect.status).toBe(200);
     expect(connect.body.privateNetIp).toBe(ready.privateNetIp);
-    const vpn = await api<{ key: string; expiresAt: string; loginServer: string }>("POST", "/sessions/vpn-key");
+    const vpn = await api<{ key: string; expiresAt: string; loginServer: string }>(
+      "POST",
+      "/sessions/vpn-key",
+    );
     expect(vpn.status).toBe(200);
     expect(vpn.body.loginServer).toBe(platform.headscale.url);
     // A real device joins the platform's Headscale with that key, as the player's account's own node.

@@ -169,7 +169,9 @@ function ensureLocalPlayer(env) {
 // state (sqlite, the API key) kept under the state dir like the services' PGlite data.
 async function startHeadscale() {
   if (await portInUse(headscalePort)) {
-    throw new Error(`port ${headscalePort} (headscale) is already in use: choose another with HEADSCALE_PORT`);
+    throw new Error(
+      `port ${headscalePort} (headscale) is already in use: choose another with HEADSCALE_PORT`,
+    );
   }
   const { headscalePolicy, STREAMING_TCP_PORTS, STREAMING_UDP_PORT_RANGE } = await import(
     path.join(root, "shared/dist/index.js")
@@ -180,7 +182,13 @@ async function startHeadscale() {
   writeFileSync(policyFile, JSON.stringify(policy, null, 2));
   say(`starting headscale on 127.0.0.1:${headscalePort} (the first start builds it: a few minutes)`);
   headscaleStarted = true;
-  const exports = run("bash", ["test/peers/headscale.sh", "start", headscaleDir, String(headscalePort), policyFile]);
+  const exports = run("bash", [
+    "test/peers/headscale.sh",
+    "start",
+    headscaleDir,
+    String(headscalePort),
+    policyFile,
+  ]);
   const env = { PRIVATE_NETWORK: "headscale" };
   for (const line of exports.split("\n")) {
     const match = /^export (HEADSCALE_URL|HEADSCALE_API_KEY)=(.*)$/.exec(line.trim());
@@ -278,7 +286,10 @@ async function main() {
       `  portal:    ${base} (sign in as ${portalUser} / ${process.env.LOCAL_USER_PASSWORD ?? "local-dev-password"})`,
     );
   }
-  if (withHeadscale) say(`  network:   Headscale at ${privateNetwork.HEADSCALE_URL} (vpn-key: tailscale up --login-server … --authkey …)`);
+  if (withHeadscale)
+    say(
+      `  network:   Headscale at ${privateNetwork.HEADSCALE_URL} (vpn-key: tailscale up --login-server … --authkey …)`,
+    );
   if (!skipPrometheus) say(`  metrics:   ${env.PROMETHEUS_URL} (alerts: ${env.PROMETHEUS_URL}/alerts)`);
   if (!skipZipkin) say(`  traces:    ${env.ZIPKIN_URL}/zipkin/`);
   say("Ctrl-C stops everything this command started.");

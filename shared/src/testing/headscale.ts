@@ -88,6 +88,7 @@ export interface TailscaleNode {
   /**
    * Opens a TCP connection through this node to a tailnet address, sends a line and returns the line the other end
    * answered, or undefined when nothing answered within `timeoutMs` (the packet filter drops what the policy denies).
+   * `tailscale nc` prints its own state on the same stream ("Logged out." once the node was deleted).
    */
   tcp(ip: string, port: number, timeoutMs?: number): Promise<string | undefined>;
   /**

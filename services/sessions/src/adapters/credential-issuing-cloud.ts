@@ -28,6 +28,8 @@ export function withStreamingCredentials(
   return Object.assign(Object.create(cloud) as CloudProvider, {
     async launchInstance(request: LaunchRequest) {
       const streamingCredentials = await vault.issue(request.sessionId);
+      // The previous session's host (an account plays one session at a time) leaves before this one joins.
+      await hosts.network.removeHosts(request.accountId);
       const hostKey = await mintAccountKey(
         { privateNetwork: hosts.network, db: hosts.db, clock: hosts.clock },
         {

@@ -146,6 +146,13 @@ export class HeadscalePrivateNetwork implements PrivateNetwork {
     return { online, lastSeenAt, devices: devices.length };
   }
 
+  async removeHosts(accountId: string): Promise<void> {
+    for (const node of await this.nodes(accountId)) {
+      if (node.preAuthKey?.ephemeral === true) continue;
+      await this.call("DELETE", `/api/v1/node/${encodeURIComponent(node.id)}`, undefined, true);
+    }
+  }
+
   /**
    * Deletes the account's nodes and keys. The (now empty) user stays: Headscale 0.28's DeleteUser deletes every
    * pre-auth key of the server, not only the user's (fixed upstream after 0.28.0), and the user's name is a digest.

@@ -49,6 +49,11 @@ export interface PrivateNetwork {
   usedKeys(accountId: string, keyIds: readonly string[]): Promise<Set<string>>;
   /** Whether the account's player devices are online on the private network, and when one was last seen. */
   devicePresence(accountId: string): Promise<DevicePresence>;
+  /**
+   * The account's streaming hosts leave the network: a launch calls it before its host joins, because an account
+   * plays one session at a time and a previous session's host would otherwise stay a (dead) peer of its devices.
+   */
+  removeHosts(accountId: string): Promise<void>;
   /** Removes every node of the account and revokes these keys of it; safe to repeat. */
   purgeAccount(accountId: string, keys: readonly AccountKeyRef[]): Promise<void>;
   /** What a node passes as `tailscale up --login-server`; undefined for hosted Tailscale (the client's default). */
@@ -143,6 +148,13 @@ export class SimulatedPrivateNetwork implements PrivateNetwork {
       lastSeenAt: mine.length > 0 ? new Date(lastSeen) : null,
       devices: mine.length,
     });
+  }
+
+  removeHosts(accountId: string): Promise<void> {
+    for (const [id, device] of this.devices) {
+      if (device.accountId === accountId && device.kind === "host") this.devices.delete(id);
+    }
+    return Promise.resolve();
   }
 
   purgeAccount(accountId: string, keys: readonly AccountKeyRef[]): Promise<void> {

@@ -152,6 +152,17 @@ export class TailscalePrivateNetwork implements PrivateNetwork {
     return { online, lastSeenAt, devices: devices.length };
   }
 
+  async removeHosts(accountId: string): Promise<void> {
+    const slot = await this.slots.find(accountId);
+    if (slot === undefined) return;
+    const hosts = (await this.taggedDevices(slotTag(slot), true)).filter((d) =>
+      d.tags?.includes(this.settings.hostTag),
+    );
+    for (const device of hosts) {
+      await this.call("DELETE", `/device/${encodeURIComponent(device.id)}`, undefined, true);
+    }
+  }
+
   /** Deletes these keys and every device carrying one of these tags (a slot's previous holder, a purged account). */
   private async clear(keyIds: readonly string[], tags: ReadonlySet<string>): Promise<void> {
     for (const id of keyIds) {
