@@ -11,6 +11,9 @@ bash test/peers/debian-tools.sh
 bash test/peers/helm.sh >/dev/null
 # etcd (Debian) and a kube-apiserver built from Go modules, for the chart test on a real API server (cold: ~5-16 min).
 bash test/peers/kube-apiserver.sh >/dev/null
+# Headscale and the tailscaled/tailscale of its release (the private-network suites and npm start's launcher run
+# their own Headscale from these; the first build takes minutes).
+bash test/peers/headscale.sh install >/dev/null
 # promtool (alert unit tests) comes with Debian's prometheus; the platform's observability test starts
 # Prometheus and Zipkin itself, on its own ports, from these installs.
 bash test/peers/peer.sh prometheus install

@@ -72,9 +72,25 @@ export interface StreamingConfig {
   udpPortRange: { from: number; to: number };
   /** The streaming host's management API (Sunshine 47990), reachable from the sessions service only. */
   apiPort: number;
-  /** Tailnet the private-network keys are issued in ("-" = the API key's default tailnet). */
-  tailscaleTailnet: string;
 }
+
+/**
+ * The private network's control plane: hosted Tailscale (a fixed pool of slot tags in a policy written once,
+ * `tailnetAclPolicy`), or Headscale run by the chart on the platform's PostgreSQL behind the ingress on `host`.
+ */
+export type PrivateNetworkConfig =
+  | {
+      kind: "tailscale";
+      /** Tailnet the keys are issued in ("-" = the API key's default tailnet). */
+      tailnet: string;
+      /** Slot tags in the policy: the most accounts playing at once (TAILSCALE_SLOTS of sessions). */
+      slots: number;
+    }
+  | {
+      kind: "headscale";
+      /** Public host name devices and streaming hosts log in at (its own certificate and ingress rule). */
+      host: string;
+    };
 
 export interface PlatformConfig {
   environment: string;
@@ -90,6 +106,7 @@ export interface PlatformConfig {
   queues: QueueConfig;
   workloads: WorkloadConfig;
   streaming: StreamingConfig;
+  privateNetwork: PrivateNetworkConfig;
   imageTag: string;
   /** Public host name of the platform (the gateway's ingress). */
   domain: string;
@@ -108,7 +125,8 @@ export interface PlatformConfig {
     stripeWebhookSecret: pulumi.Output<string>;
     keycloakAdminClientSecret: pulumi.Output<string>;
     smtpUrl: pulumi.Output<string>;
-    tailscaleApiKey: pulumi.Output<string>;
+    /** The Tailscale API access token, or the Headscale API key (empty until set after the first deployment). */
+    privateNetworkApiKey: pulumi.Output<string>;
   };
 }
 
@@ -125,6 +143,7 @@ export const REQUIRED_CONFIG_KEYS = [
   "queues",
   "workloads",
   "streaming",
+  "privateNetwork",
   "imageTag",
   "domain",
   "route53ZoneId",
@@ -143,6 +162,7 @@ export const SECRET_CONFIG_KEYS = [
   "keycloakAdminClientSecret",
   "smtpUrl",
   "tailscaleApiKey",
+  "headscaleApiKey",
 ] as const;
 
 function validate(c: Omit<PlatformConfig, "secrets">): void {
@@ -166,6 +186,19 @@ function validate(c: Omit<PlatformConfig, "secrets">): void {
   }
   if (c.streaming.amiId !== undefined && !/^ami-[0-9a-f]{8,17}$/.test(c.streaming.amiId)) {
     fail("cgs:streaming.amiId must be an AMI id (ami-...) or unset");
+  }
+  const net = c.privateNetwork as { kind?: string; slots?: unknown; host?: unknown; tailnet?: unknown };
+  if (net.kind === "tailscale") {
+    if (typeof net.tailnet !== "string" || !net.tailnet) fail("cgs:privateNetwork.tailnet must be set");
+    if (!Number.isInteger(net.slots) || (net.slots as number) < 2) {
+      fail("cgs:privateNetwork.slots must be an integer of at least 2");
+    }
+  } else if (net.kind === "headscale") {
+    if (typeof net.host !== "string" || !/^[a-z0-9.-]+$/.test(net.host)) {
+      fail("cgs:privateNetwork.host must be a host name");
+    }
+  } else {
+    fail('cgs:privateNetwork.kind must be "tailscale" or "headscale"');
   }
   const known = new Set<string>(DEPLOYABLES.map((d) => d.name));
   for (const name of Object.keys(c.extraEnv)) {
@@ -244,6 +277,7 @@ export function loadPlatformConfig(): PlatformConfig {
     queues: cfg.requireObject<QueueConfig>("queues"),
     workloads: cfg.requireObject<WorkloadConfig>("workloads"),
     streaming: cfg.requireObject<StreamingConfig>("streaming"),
+    privateNetwork: cfg.requireObject<PrivateNetworkConfig>("privateNetwork"),
     imageTag: cfg.require("imageTag"),
     domain: cfg.require("domain"),
     route53ZoneId: cfg.require("route53ZoneId"),
@@ -262,7 +296,11 @@ export function loadPlatformConfig(): PlatformConfig {
       stripeWebhookSecret: cfg.requireSecret("stripeWebhookSecret"),
       keycloakAdminClientSecret: cfg.requireSecret("keycloakAdminClientSecret"),
       smtpUrl: cfg.requireSecret("smtpUrl"),
-      tailscaleApiKey: cfg.requireSecret("tailscaleApiKey"),
+      // Headscale's key exists only once Headscale runs: the first `pulumi up` deploys it without one.
+      privateNetworkApiKey:
+        plain.privateNetwork.kind === "tailscale"
+          ? cfg.requireSecret("tailscaleApiKey")
+          : (cfg.getSecret("headscaleApiKey") ?? pulumi.secret("")),
     },
   };
 }

@@ -16,7 +16,8 @@ import { ServiceQueue } from "./components/service-queue";
 import { StreamingFleet } from "./components/streaming-fleet";
 import { StreamingImage } from "./components/streaming-image";
 import { STREAMING_IMAGE_DIR, hostAgentArtifacts } from "./streaming-image-sources";
-import { hostReportQueueName, tailnetPolicy } from "@cgs/shared";
+import * as random from "@pulumi/random";
+import { headscalePolicy, hostReportQueueName, tailnetPolicy } from "@cgs/shared";
 import { loadPlatformConfig } from "./config";
 import {
   NAMESPACE,
@@ -32,6 +33,7 @@ import {
   allDeployableStatements,
   collectorStatements,
   databaseBootstrapStatements,
+  headscaleStatements,
 } from "./workload-policies";
 
 const cfg = loadPlatformConfig();
@@ -109,7 +111,11 @@ const database = new Database("database", {
   vpcId: network.vpcId,
   subnetIds: network.privateSubnetIds,
   clientSecurityGroupIds: [cluster.clusterSecurityGroupId],
-  databases: Object.fromEntries(DEPLOYABLES.flatMap((d) => (d.database ? [[d.name, d.database]] : []))),
+  databases: {
+    ...Object.fromEntries(DEPLOYABLES.flatMap((d) => (d.database ? [[d.name, d.database]] : []))),
+    // The self-hosted private network keeps its state in a database of its own on the same instance.
+    ...(cfg.privateNetwork.kind === "headscale" ? { headscale: "headscale" } : {}),
+  },
   secretPrefix: prefix,
   tags,
 });
@@ -151,7 +157,7 @@ const appSecrets = new AppSecrets("app-secrets", {
   keycloakAdminClientId: cfg.keycloakAdminClientId,
   keycloakAdminClientSecret: cfg.secrets.keycloakAdminClientSecret,
   smtpUrl: cfg.secrets.smtpUrl,
-  tailscaleApiKey: cfg.secrets.tailscaleApiKey,
+  privateNetworkApiKey: cfg.secrets.privateNetworkApiKey,
   tags,
 });
 
@@ -238,6 +244,52 @@ const endpoint = new PublicEndpoint("public-endpoint", {
   tags,
 });
 
+// Self-hosted private network: Headscale in the cluster on its own database, with a noise key generated once
+// (nodes stay registered across restarts), a role that reads only its two secrets, and its own certificate.
+const net = cfg.privateNetwork;
+const headscale = net.kind === "headscale" ? selfHostedHeadscale(net.host) : undefined;
+
+function selfHostedHeadscale(host: string) {
+  const noiseKey = new random.RandomBytes("headscale-noise-key", { length: 32 });
+  const secret = new aws.secretsmanager.Secret("headscale", {
+    name: `${prefix}/headscale`,
+    description: "Headscale's noise private key (the control plane's identity towards every node)",
+    recoveryWindowInDays: 7,
+    tags,
+  });
+  new aws.secretsmanager.SecretVersion("headscale", {
+    secretId: secret.id,
+    secretString: pulumi.secret(
+      pulumi.jsonStringify({ noisePrivateKey: pulumi.interpolate`privkey:${noiseKey.hex}` }),
+    ),
+  });
+  const databaseSecret = database.credentials.headscale!.secretArn;
+  const role = new ServiceAccountRole("role-headscale", {
+    roleName: `${prefix}-headscale`,
+    namespace: NAMESPACE,
+    serviceAccount: serviceAccountName("headscale"),
+    statements: headscaleStatements(secret.arn, databaseSecret),
+    tags,
+    ...irsa,
+  });
+  const certificate = new PublicEndpoint("headscale-endpoint", {
+    domain: host,
+    route53ZoneId: cfg.route53ZoneId,
+    tags,
+  });
+  return {
+    host,
+    certificateArn: certificate.certificateArn,
+    roleArn: role.roleArn,
+    database: { host: database.address, port: database.port, name: "headscale", user: "headscale" },
+    databaseSecret,
+    secret: secret.arn,
+    policy: JSON.stringify(
+      headscalePolicy({ tcpPorts: cfg.streaming.tcpPorts, udpPortRange: cfg.streaming.udpPortRange }),
+    ),
+  };
+}
+
 const platform = new PlatformRelease("platform", {
   chartPath: path.resolve(__dirname, "..", "..", "charts", "cgs-platform"),
   releaseName: RELEASE_NAME,
@@ -274,8 +326,8 @@ const platform = new PlatformRelease("platform", {
             subnetId: network.publicSubnetIds[0] as pulumi.Output<string>,
             availabilityZone: cfg.availabilityZones[0] as string,
             tagPrefix,
-            tailscaleTailnet: cfg.streaming.tailscaleTailnet,
           },
+          privateNetwork: cfg.privateNetwork,
           keycloakAdminClientId: cfg.keycloakAdminClientId,
           mailFrom: cfg.mailFrom,
           extraEnv: cfg.extraEnv,
@@ -283,7 +335,10 @@ const platform = new PlatformRelease("platform", {
       ]),
     ),
     secrets: byName(
-      DEPLOYABLES.map((d) => [d.name, serviceSecrets(d, sharedSecretArns, databaseSecretArns)]),
+      DEPLOYABLES.map((d) => [
+        d.name,
+        serviceSecrets(d, sharedSecretArns, databaseSecretArns, cfg.privateNetwork.kind),
+      ]),
     ),
     roleArns: {
       ...byName(DEPLOYABLES.map((d) => [d.name, serviceRoles[d.name].roleArn])),
@@ -301,6 +356,7 @@ const platform = new PlatformRelease("platform", {
         passwordSecret: c.secretArn,
       })),
     },
+    headscale,
   }),
 });
 
@@ -324,15 +380,21 @@ export const hostReportsQueueUrl = hostReports.url;
 export const certificateArn = endpoint.certificateArn;
 export const ingressHostname = platform.ingressHostname;
 export const url = `https://${cfg.domain}`;
-// The tailnet policy to apply with the Tailscale API key's tailnet; tags match the sessions service's defaults
-// (VPN_KEY_TAGS tag:cgs-client, per-account tag:cgs-acct-<digest>).
-export const tailnetAclPolicy = JSON.stringify(
-  tailnetPolicy({
-    sessionsTag: "tag:cgs-sessions",
-    clientTag: "tag:cgs-client",
-    hostTag: "tag:cgs-host",
-    accountTagPrefix: "tag:cgs-acct-",
-    tcpPorts: cfg.streaming.tcpPorts,
-    udpPortRange: cfg.streaming.udpPortRange,
-  }),
-);
+// The private network's fixed policy: hosted Tailscale's (a pool of `slots` slot tags; apply it to the tailnet
+// once, its size never grows with the accounts) or the one the chart hands Headscale. The other one is undefined.
+export const tailnetAclPolicy =
+  net.kind === "tailscale"
+    ? JSON.stringify(
+        tailnetPolicy({
+          sessionsTag: "tag:cgs-sessions",
+          clientTag: "tag:cgs-client",
+          hostTag: "tag:cgs-host",
+          slots: net.slots,
+          tcpPorts: cfg.streaming.tcpPorts,
+          udpPortRange: cfg.streaming.udpPortRange,
+        }),
+      )
+    : undefined;
+export const headscaleAclPolicy = headscale?.policy;
+/** Where devices and hosts log in (`tailscale up --login-server`); undefined for hosted Tailscale. */
+export const privateNetworkLoginServer = headscale ? `https://${headscale.host}` : undefined;

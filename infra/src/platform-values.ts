@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { hostReportQueueName, serviceQueueNames } from "@cgs/shared";
-import type { WorkloadConfig } from "./config";
+import type { PrivateNetworkConfig, WorkloadConfig } from "./config";
 import {
   DEPLOYABLES,
   envPrefix,
@@ -46,8 +46,8 @@ export interface EnvironmentContext {
     subnetId: pulumi.Input<string>;
     availabilityZone: string;
     tagPrefix: string;
-    tailscaleTailnet: string;
   };
+  privateNetwork: PrivateNetworkConfig;
   keycloakAdminClientId: string;
   mailFrom: string;
   extraEnv: Partial<Record<DeployableName, Record<string, string>>>;
@@ -81,8 +81,7 @@ export function serviceEnvironment(
       EC2_LAUNCH_TEMPLATE: ctx.streaming.launchTemplateId,
       EC2_SUBNET_ID: ctx.streaming.subnetId,
       STREAMING_HOST: "sunshine",
-      PRIVATE_NETWORK: "tailscale",
-      TAILSCALE_TAILNET: ctx.streaming.tailscaleTailnet,
+      ...privateNetworkEnvironment(ctx.privateNetwork),
       // The service finds the queue as QUEUE_NAME_PREFIX + this name, like its own inbound queue.
       HOST_REPORT_QUEUE_NAME: hostReportQueueName,
     });
@@ -93,17 +92,36 @@ export function serviceEnvironment(
   return { ...env, ...(ctx.extraEnv[d.name] ?? {}) };
 }
 
+/** Headscale as the chart runs it: its Service inside the cluster, its own public host for the nodes. */
+export const HEADSCALE_PORT = 8080;
+
+/** The sessions service's private-network settings (its API key comes from the streaming secret). */
+export function privateNetworkEnvironment(net: PrivateNetworkConfig): Record<string, string> {
+  return net.kind === "tailscale"
+    ? { PRIVATE_NETWORK: "tailscale", TAILSCALE_TAILNET: net.tailnet, TAILSCALE_SLOTS: String(net.slots) }
+    : {
+        PRIVATE_NETWORK: "headscale",
+        HEADSCALE_URL: `http://${RELEASE_NAME}-headscale.${NAMESPACE}.svc:${HEADSCALE_PORT}`,
+        HEADSCALE_LOGIN_SERVER: `https://${net.host}`,
+      };
+}
+
 /** Secrets Manager entries of one deployable: its database credentials plus the shared ones it uses. */
 export function serviceSecrets(
   d: Deployable,
   sharedSecretArns: Record<SharedSecretName, pulumi.Input<string>>,
   databaseSecretArns: Partial<Record<DeployableName, pulumi.Input<string>>>,
+  privateNetwork: PrivateNetworkConfig["kind"],
 ): SecretEntry[] {
   const entries: SecretEntry[] = [];
   const db = databaseSecretArns[d.name];
   if (d.database && db) entries.push({ secret: db, keys: { DATABASE_URL: "url" } });
+  const apiKeyEnv = privateNetwork === "tailscale" ? "TAILSCALE_API_KEY" : "HEADSCALE_API_KEY";
   for (const [name, keys] of Object.entries(d.secrets) as [SharedSecretName, Record<string, string>][]) {
-    entries.push({ secret: sharedSecretArns[name], keys });
+    const named = Object.fromEntries(
+      Object.entries(keys).map(([env, key]) => [env === "PRIVATE_NETWORK_API_KEY" ? apiKeyEnv : env, key]),
+    );
+    entries.push({ secret: sharedSecretArns[name], keys: named });
   }
   return entries;
 }
@@ -129,6 +147,16 @@ export interface PlatformValuesArgs {
     port: pulumi.Input<number>;
     masterSecretArn: pulumi.Input<string>;
     databases: { service: string; database: string; passwordSecret: pulumi.Input<string> }[];
+  };
+  /** Self-hosted private network: the chart's headscale values; undefined for hosted Tailscale. */
+  headscale?: {
+    host: string;
+    certificateArn: pulumi.Input<string>;
+    roleArn: pulumi.Input<string>;
+    database: { host: pulumi.Input<string>; port: pulumi.Input<number>; name: string; user: string };
+    databaseSecret: pulumi.Input<string>;
+    secret: pulumi.Input<string>;
+    policy: string;
   };
 }
 
@@ -190,5 +218,18 @@ export function buildPlatformValues(a: PlatformValuesArgs): Record<string, unkno
       masterSecret: a.database.masterSecretArn,
       databases: a.database.databases,
     },
+    headscale: a.headscale
+      ? {
+          enabled: true,
+          port: HEADSCALE_PORT,
+          host: a.headscale.host,
+          certificateArn: a.headscale.certificateArn,
+          serviceAccount: { roleArn: a.headscale.roleArn },
+          database: a.headscale.database,
+          databaseSecret: a.headscale.databaseSecret,
+          secret: a.headscale.secret,
+          policy: a.headscale.policy,
+        }
+      : { enabled: false },
   };
 }

@@ -47,13 +47,14 @@ const ENTRIES: readonly DeployableEntry[] = [
       streaming: {
         PIN_HASH_SECRET: "pinHashSecret",
         STREAMING_CREDENTIALS_KEY: "streamingCredentialsKey",
-        TAILSCALE_API_KEY: "tailscaleApiKey",
+        // TAILSCALE_API_KEY or HEADSCALE_API_KEY, as the stack's private network is (platform-values.ts).
+        PRIVATE_NETWORK_API_KEY: "privateNetworkApiKey",
       },
     },
     managesStreamingInstances: true,
     // Start authorization and hold release (billing), account status and preferences (accounts).
     calls: ["billing", "accounts"],
-    // AWS and Tailscale APIs; the Sunshine API on each streaming instance.
+    // AWS and Tailscale APIs; the Sunshine API on each streaming instance (Headscale is in the cluster).
     internetPorts: [443, 47990],
   },
   {

@@ -1,5 +1,11 @@
+import { STREAMING_TCP_PORTS, STREAMING_UDP_PORT_RANGE, headscalePolicy } from "@cgs/shared";
 import { runStack, ofType, type StackRun } from "./testing/stack-harness";
-import { describeStackInvariants, platformValues } from "./testing/stack-invariants";
+import {
+  describeStackInvariants,
+  inlinePolicyOf,
+  platformValues,
+  renderChartWithProgramValues,
+} from "./testing/stack-invariants";
 import { describeStackOutputs } from "./testing/stack-outputs";
 
 let run: StackRun;
@@ -16,4 +22,81 @@ describe("stack staging: sized small through its config", () => {
     expect(ofType(run, "aws:rds/instance:Instance")[0]?.inputs.multiAz).toBe(false);
     expect(platformValues(run).services.gateway?.replicas).toBe(1);
   });
+});
+
+describe("stack staging: the self-hosted private network (Headscale)", () => {
+  const values = () =>
+    ofType(run, "kubernetes:helm.sh/v3:Release").find((r) => r.name === "platform")!.inputs.values as {
+      headscale: {
+        enabled: boolean;
+        host: string;
+        policy: string;
+        database: { name: string };
+        databaseSecret: string;
+        secret: string;
+        serviceAccount: { roleArn: string };
+      };
+    };
+
+  it("when staging chooses Headscale, then the chart runs it on its own database and host with the fixed policy, and no tailnet policy is exported", () => {
+    const headscale = values().headscale;
+    expect(headscale).toMatchObject({
+      enabled: true,
+      host: "vpn.staging.example.com",
+      database: { name: "headscale" },
+      serviceAccount: { roleArn: "arn:aws:iam::123456789012:role/cgs-staging-headscale" },
+    });
+    expect(JSON.parse(headscale.policy)).toEqual(
+      headscalePolicy({ tcpPorts: STREAMING_TCP_PORTS, udpPortRange: STREAMING_UDP_PORT_RANGE }),
+    );
+    expect(run.outputs.headscaleAclPolicy).toBe(headscale.policy);
+    expect(run.outputs.tailnetAclPolicy).toBeUndefined();
+    expect(run.outputs.privateNetworkLoginServer).toBe("https://vpn.staging.example.com");
+    const certificates = ofType(run, "aws:acm/certificate:Certificate").map((c) => c.inputs.domainName);
+    expect(certificates).toContain("vpn.staging.example.com");
+  });
+
+  it("when Headscale's secrets are made, then its noise key is generated once and only its own role reads it with its database password", () => {
+    const version = ofType(run, "aws:secretsmanager/secretVersion:SecretVersion").find(
+      (v) => v.name === "headscale",
+    );
+    const raw = version!.inputs.secretString as string | { value: string };
+    const body = JSON.parse(typeof raw === "string" ? raw : raw.value) as Record<string, string>;
+    expect(body.noisePrivateKey).toMatch(/^privkey:[0-9a-f]{64}$/);
+    const readers = ofType(run, "aws:iam/rolePolicy:RolePolicy")
+      .filter((p) => String(p.inputs.policy).includes("cgs-staging/headscale-"))
+      .map((p) => p.inputs.role);
+    expect(readers).toEqual(["role-headscale-id"]);
+    const policy = inlinePolicyOf(run, "cgs-staging-headscale");
+    expect(policy.flatMap((p) => p.Statement.flatMap((st) => st.Action)).sort()).toEqual([
+      "secretsmanager:DescribeSecret",
+      "secretsmanager:GetSecretValue",
+    ]);
+  });
+
+  it("when sessions is configured, then it talks to the in-cluster Headscale, hands out its public login server, and reads the API key from its secret", () => {
+    const sessions = platformValues(run).services.sessions!;
+    expect(sessions.env).toMatchObject({
+      PRIVATE_NETWORK: "headscale",
+      HEADSCALE_URL: "http://cgs-headscale.cgs.svc:8080",
+      HEADSCALE_LOGIN_SERVER: "https://vpn.staging.example.com",
+    });
+    expect(sessions.env.TAILSCALE_TAILNET).toBeUndefined();
+    const keys = sessions.secrets.flatMap((s) => Object.entries(s.keys));
+    expect(keys).toContainEqual(["HEADSCALE_API_KEY", "privateNetworkApiKey"]);
+    expect(keys.map(([env]) => env)).not.toContain("TAILSCALE_API_KEY");
+  });
+
+  it(
+    "when the chart is rendered with staging's values, then Headscale's Deployment, Ingress and NetworkPolicy are there",
+    () => {
+      const rendered = renderChartWithProgramValues(run);
+      expect(rendered).toContain("name: cgs-headscale");
+      expect(rendered).toContain('- host: "vpn.staging.example.com"');
+      expect(rendered).toContain(
+        'eks.amazonaws.com/role-arn: "arn:aws:iam::123456789012:role/cgs-staging-headscale"',
+      );
+    },
+    15 * 60_000,
+  );
 });

@@ -245,3 +245,13 @@ export function databaseBootstrapStatements(
     },
   ];
 }
+
+/** Headscale (self-hosted private network) reads its noise key and its database credentials, nothing else. */
+export function headscaleStatements(
+  secretArn: pulumi.Input<string>,
+  databaseSecretArn: pulumi.Input<string>,
+): PolicyStatementArgs[] {
+  return [
+    { Sid: "ReadOwnSecrets", Effect: "Allow", Action: SECRET_READ, Resource: [secretArn, databaseSecretArn] },
+  ];
+}

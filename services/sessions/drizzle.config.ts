@@ -7,6 +7,7 @@ export default defineConfig({
     "./src/data/session-tables.ts",
     "./src/data/streaming-credential-tables.ts",
     "./src/data/device-tables.ts",
+    "./src/data/private-network-tables.ts",
   ],
   out: "./drizzle",
 });

@@ -1,3 +1,6 @@
+import * as path from "node:path";
+import { parseDocument } from "yaml";
+import { STREAMING_TCP_PORTS, STREAMING_UDP_PORT_RANGE, headscalePolicy } from "@cgs/shared";
 import { CHART_DIR, lint, render, runHelm, valuesFile, KUBE_VERSION, type Manifest } from "./render-chart";
 
 const SERVICES = {
@@ -297,5 +300,103 @@ describe("chart cgs-platform replicas per environment", () => {
         "services.billing.egress.services={sessionz}",
       ]),
     ).toThrow(/unknown deployable "sessionz"/);
+  });
+});
+
+describe("chart cgs-platform with the self-hosted private network (Headscale)", () => {
+  const headscaleArgs = [
+    "--set",
+    "headscale.enabled=true",
+    "--set",
+    "headscale.host=vpn.example.com",
+    "--set",
+    "headscale.database.host=cgs-prod.abc.eu-west-1.rds.amazonaws.com",
+    "--set",
+    "headscale.secret=arn:aws:secretsmanager:eu-west-1:123456789012:secret:cgs-prod/headscale-AbCdEf",
+    "--set",
+    "headscale.databaseSecret=arn:aws:secretsmanager:eu-west-1:123456789012:secret:cgs-prod/headscale/database-AbCdEf",
+  ];
+  let manifests: Manifest[];
+  beforeAll(() => {
+    manifests = render("prod", headscaleArgs);
+  }, 15 * 60_000);
+
+  it("when enabled, then Headscale runs hardened on PostgreSQL with the platform's fixed policy and a persistent noise key", () => {
+    const config = named(manifests, "ConfigMap", "cgs-headscale").data ?? {};
+    expect(JSON.parse(config["policy.json"]!)).toEqual(
+      headscalePolicy({ tcpPorts: STREAMING_TCP_PORTS, udpPortRange: STREAMING_UDP_PORT_RANGE }),
+    );
+    const yaml = parseDocument(config["config.yaml"]!).toJS() as {
+      server_url: string;
+      database: { type: string; postgres: { host: string } };
+      noise: { private_key_path: string };
+      policy: { mode: string };
+    };
+    expect(yaml).toMatchObject({
+      server_url: "https://vpn.example.com",
+      database: { type: "postgres", postgres: { host: "cgs-prod.abc.eu-west-1.rds.amazonaws.com" } },
+      policy: { mode: "file" },
+    });
+    const spec = podSpec(named(manifests, "Deployment", "cgs-headscale"));
+    const container = spec.containers[0]!;
+    expect(spec.securityContext?.runAsNonRoot).toBe(true);
+    expect(container.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ["ALL"] },
+    });
+    expect(container.livenessProbe?.httpGet?.path).toBe("/health");
+    expect(container.resources?.limits).toBeDefined();
+    const mounts = (container as { volumeMounts?: Array<{ mountPath: string }> }).volumeMounts ?? [];
+    expect(mounts.map((m) => m.mountPath)).toContain(path.posix.dirname(yaml.noise.private_key_path));
+  });
+
+  it("when enabled, then it is served on its own host name, and only the load balancer and sessions reach its port", () => {
+    const ingress = named(manifests, "Ingress", "cgs-headscale").spec as {
+      rules: Array<{ host: string }>;
+      tls: Array<{ hosts: string[] }>;
+    };
+    expect(ingress.rules.map((r) => r.host)).toEqual(["vpn.example.com"]);
+    expect(ingress.tls[0]!.hosts).toEqual(["vpn.example.com"]);
+    const rules = (named(manifests, "NetworkPolicy", "cgs-headscale").spec as { ingress: PolicyRule[] })
+      .ingress;
+    const onApi = rules
+      .filter((r) => (r.ports ?? []).some((p) => p.port === 8080))
+      .flatMap((r) => r.from ?? []);
+    expect(onApi.map((p) => p.podSelector?.matchLabels?.["app.kubernetes.io/name"]).filter(Boolean)).toEqual([
+      "sessions",
+    ]);
+    expect(onApi.some((p) => p.ipBlock?.cidr === "0.0.0.0/0")).toBe(false);
+    const sessionsEgress = (
+      named(manifests, "NetworkPolicy", "cgs-sessions").spec as { egress: PolicyRule[] }
+    ).egress;
+    expect(
+      sessionsEgress.some(
+        (r) =>
+          (r.to ?? []).some((p) => p.podSelector?.matchLabels?.["app.kubernetes.io/name"] === "headscale") &&
+          (r.ports ?? []).some((p) => p.port === 8080),
+      ),
+    ).toBe(true);
+    // Without Headscale, sessions gets no such rule.
+    const plain = (named(render("prod"), "NetworkPolicy", "cgs-sessions").spec as { egress: PolicyRule[] })
+      .egress;
+    expect(JSON.stringify(plain)).not.toContain("headscale");
+  });
+
+  it("when enabled without its host, database or secret, then rendering fails", () => {
+    expect(() =>
+      runHelm([
+        "template",
+        "cgs",
+        CHART_DIR,
+        "--kube-version",
+        KUBE_VERSION,
+        "-f",
+        valuesFile("prod"),
+        "--set",
+        "headscale.enabled=true",
+      ]),
+    ).toThrow(/headscale.host is required/);
   });
 });

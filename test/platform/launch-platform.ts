@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -14,6 +14,8 @@ export interface LaunchedPlatform {
   gatewayPort: number;
   servicePorts: number[];
   traces: OtlpReceiver;
+  /** The private network's control plane the sessions service uses (its REST API and API key). */
+  headscale: { url: string; apiKey: string };
   process: ChildProcess;
   output(): string;
   /** Ctrl-C, as a developer would; resolves with the launcher's exit code. */
@@ -30,6 +32,9 @@ export async function launchPlatform(options: {
   observability?: { prometheusPort: number; zipkinPort: number };
 }): Promise<LaunchedPlatform> {
   const pgliteRoot = mkdtempSync(path.join(os.tmpdir(), "cgs-platform-"));
+  // Every launch's ports are its own (jest runs platform tests in parallel workers): gateway + 9 is free in each.
+  const headscalePort = options.gatewayPort + 9;
+  const headscaleDir = path.join(pgliteRoot, "headscale");
   const traces = await startOtlpReceiver();
   let output = "";
   const child = spawn(process.execPath, ["test/platform/start.mjs"], {
@@ -39,6 +44,8 @@ export async function launchPlatform(options: {
       PORT: String(options.gatewayPort),
       SERVICES_PORT_BASE: String(options.servicePortBase),
       PGLITE_ROOT: pgliteRoot,
+      HEADSCALE_PORT: String(headscalePort),
+      HEADSCALE_STATE_DIR: headscaleDir,
       LOG_LEVEL: "warn",
       OTEL_EXPORTER_OTLP_ENDPOINT: traces.endpoint,
       OTEL_BSP_SCHEDULE_DELAY: "100",
@@ -58,6 +65,7 @@ export async function launchPlatform(options: {
   child.stdout?.on("data", (d) => (output += d));
   child.stderr?.on("data", (d) => (output += d));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  // A cold cache builds Headscale first (minutes); test/run-tests.sh builds it before the suites.
   const deadline = Date.now() + 150_000;
   while (!output.includes("platform up in")) {
     if (child.exitCode !== null) throw new Error(`npm start exited early:\n${output}`);
@@ -69,6 +77,12 @@ export async function launchPlatform(options: {
     gatewayPort: options.gatewayPort,
     servicePorts: [0, 1, 2, 3].map((i) => options.servicePortBase + i),
     traces,
+    headscale: {
+      url: `http://127.0.0.1:${headscalePort}`,
+      get apiKey() {
+        return readFileSync(path.join(headscaleDir, "api-key"), "utf8").trim();
+      },
+    },
     process: child,
     output: () => output,
     async interrupt() {

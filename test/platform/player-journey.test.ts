@@ -1,3 +1,5 @@
+import { accountNetworkName } from "@cgs/shared";
+import { headscaleBinaries, startTailscaleNode } from "@cgs/shared/testing/headscale";
 import { waitUntil } from "@cgs/shared/testing/queue";
 import {
   callApi,
@@ -8,7 +10,8 @@ import {
 } from "./launch-platform";
 
 // A player's whole journey over the running platform (`npm start`): one origin, real Keycloak token, the local
-// Stripe checkout page, the cloud simulator, metering over SQS (moto), and the deletion grace.
+// Stripe checkout page, the cloud simulator, a real Headscale whose key a real tailscaled joins with, metering over
+// SQS (moto), and the deletion grace.
 let platform: LaunchedPlatform;
 let token: string;
 
@@ -93,9 +96,27 @@ describe("a player's journey through the gateway", () => {
     const connect = await api<{ privateNetIp: string; port: number }>("GET", "/sessions/connect");
     expect(connect.status).toBe(200);
     expect(connect.body.privateNetIp).toBe(ready.privateNetIp);
-    const vpn = await api<{ key: string; expiresAt: string }>("POST", "/sessions/vpn-key");
+    const vpn = await api<{ key: string; expiresAt: string; loginServer: string }>(
+      "POST",
+      "/sessions/vpn-key",
+    );
     expect(vpn.status).toBe(200);
-    expect(vpn.body.key).toEqual(expect.any(String));
+    expect(vpn.body.loginServer).toBe(platform.headscale.url);
+    // A real device joins the platform's Headscale with that key, as the player's account's own node.
+    const device = await startTailscaleNode(await headscaleBinaries(), "journey-phone");
+    try {
+      await device.join(vpn.body.key, vpn.body.loginServer, { shieldsUp: true });
+      expect((await device.status()).ip).toMatch(/^100\./);
+      const sub = JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString("utf8")).sub as string;
+      const nodes = await fetch(`${platform.headscale.url}/api/v1/node?user=${accountNetworkName(sub)}`, {
+        headers: { authorization: `Bearer ${platform.headscale.apiKey}` },
+      }).then((r) => r.json() as Promise<{ nodes: Array<{ name: string; online: boolean }> }>);
+      expect(nodes.nodes.filter((n) => n.name === "journey-phone")).toEqual([
+        expect.objectContaining({ online: true }),
+      ]);
+    } finally {
+      await device.stop();
+    }
 
     const stop = await api<Poll>("POST", "/sessions/stop");
     expect(stop.status).toBe(200);
@@ -112,7 +133,7 @@ describe("a player's journey through the gateway", () => {
       { timeoutMs: 20_000, description: "the played minute charged" },
     );
     expect(before - after.balance).toBe(after.ratePerMinute);
-  }, 60_000);
+  }, 90_000);
 
   test("when the session was started, then one trace runs from the gateway through sessions and SQS into billing", async () => {
     await waitUntil(

@@ -2,7 +2,8 @@
 // each, their output in .cache/state/logs/), builds the workspaces, runs the four services and the gateway on
 // Node 24 LTS, and stops everything it started on Ctrl-C. Peers that were already running are left running. Prometheus (scraping every process's metrics port)
 // and Zipkin (receiving the traces) come up too; `--skip-observability` (or `--skip-prometheus`,
-// `--skip-zipkin`, or CGS_SKIP_PROMETHEUS=1 / CGS_SKIP_ZIPKIN=1) leaves them out for a faster start.
+// `--skip-zipkin`, or CGS_SKIP_PROMETHEUS=1 / CGS_SKIP_ZIPKIN=1) leaves them out for a faster start. Headscale
+// is the private network's control plane (vpn-key hands out its keys); PRIVATE_NETWORK=simulator leaves it out.
 import { spawn, spawnSync } from "node:child_process";
 import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import net from "node:net";
@@ -18,6 +19,9 @@ const skipZipkin = flag("skip-observability") || flag("skip-zipkin") || process.
 const observabilityPeers = [...(skipPrometheus ? [] : ["prometheus"]), ...(skipZipkin ? [] : ["zipkin"])];
 const peers = ["moto", "stripe-mock", "keycloak", "mailpit", ...observabilityPeers];
 const say = (line) => process.stderr.write(`[platform] ${line}\n`);
+const withHeadscale = (process.env.PRIVATE_NETWORK ?? "headscale") === "headscale";
+const headscalePort = Number(process.env.HEADSCALE_PORT ?? 8085);
+const headscaleDir = process.env.HEADSCALE_STATE_DIR ?? path.join(stateDir, `headscale-${headscalePort}`);
 
 function run(cmd, args, opts = {}) {
   const result = spawnSync(cmd, args, {
@@ -97,6 +101,7 @@ for (const service of services) service.metricsPort = service.port + metricsOffs
 
 const children = [];
 let startedPeers = [];
+let headscaleStarted = false;
 let stopping = false;
 
 const portInUse = (port) =>
@@ -179,6 +184,10 @@ async function shutdown(code) {
         }),
     ),
   );
+  if (headscaleStarted) {
+    say("stopping headscale");
+    spawnSync("bash", ["test/peers/headscale.sh", "stop", headscaleDir], { cwd: root, stdio: "inherit" });
+  }
   for (const peer of startedPeers.reverse()) {
     say(`stopping ${peer}`);
     const fd = openSync(logOf(peer), "a");
@@ -197,6 +206,38 @@ function ensureLocalPlayer(env) {
     stdio: "ignore",
   });
   return result.status === 0 ? email : null;
+}
+
+// Headscale (built on first use by test/peers/headscale.sh: a few minutes) with the platform's fixed policy, its
+// state (sqlite, the API key) kept under the state dir like the services' PGlite data.
+async function startHeadscale() {
+  if (await portInUse(headscalePort)) {
+    throw new Error(
+      `port ${headscalePort} (headscale) is already in use: choose another with HEADSCALE_PORT`,
+    );
+  }
+  const { headscalePolicy, STREAMING_TCP_PORTS, STREAMING_UDP_PORT_RANGE } = await import(
+    path.join(root, "shared/dist/index.js")
+  );
+  mkdirSync(headscaleDir, { recursive: true });
+  const policyFile = path.join(headscaleDir, "policy.json");
+  const policy = headscalePolicy({ tcpPorts: STREAMING_TCP_PORTS, udpPortRange: STREAMING_UDP_PORT_RANGE });
+  writeFileSync(policyFile, JSON.stringify(policy, null, 2));
+  say(`starting headscale on 127.0.0.1:${headscalePort} (the first start builds it: a few minutes)`);
+  headscaleStarted = true;
+  const exports = run("bash", [
+    "test/peers/headscale.sh",
+    "start",
+    headscaleDir,
+    String(headscalePort),
+    policyFile,
+  ]);
+  const env = { PRIVATE_NETWORK: "headscale" };
+  for (const line of exports.split("\n")) {
+    const match = /^export (HEADSCALE_URL|HEADSCALE_API_KEY)=(.*)$/.exec(line.trim());
+    if (match) env[match[1]] = match[2];
+  }
+  return env;
 }
 
 async function main() {
@@ -234,6 +275,8 @@ async function main() {
   });
   say(`built in ${((Date.now() - buildStarted) / 1000).toFixed(1)} s`);
 
+  const privateNetwork = withHeadscale ? await startHeadscale() : { PRIVATE_NETWORK: "simulator" };
+
   const pgliteRoot = process.env.PGLITE_ROOT ?? path.join(stateDir, "pglite");
   mkdirSync(pgliteRoot, { recursive: true });
   if (!skipPrometheus) {
@@ -263,6 +306,7 @@ async function main() {
     const own = {
       ...common,
       PGLITE_DATA_DIR: path.join(pgliteRoot, service.name),
+      ...(service.name === "sessions" ? privateNetwork : {}),
       ...Object.fromEntries(
         services.filter((s) => s.urlVar).map((s) => [s.urlVar, `http://127.0.0.1:${s.port}`]),
       ),
@@ -293,6 +337,10 @@ async function main() {
       `  portal:    ${base} (sign in as ${portalUser} / ${process.env.LOCAL_USER_PASSWORD ?? "local-dev-password"})`,
     );
   }
+  if (withHeadscale)
+    say(
+      `  network:   Headscale at ${privateNetwork.HEADSCALE_URL} (vpn-key: tailscale up --login-server … --authkey …)`,
+    );
   if (!skipPrometheus) say(`  metrics:   ${env.PROMETHEUS_URL} (alerts: ${env.PROMETHEUS_URL}/alerts)`);
   if (!skipZipkin) say(`  traces:    ${env.ZIPKIN_URL}/zipkin/`);
   say("Ctrl-C stops everything this command started.");

@@ -17,7 +17,7 @@ const secrets = (change: Partial<AppSecretsArgs> = {}) =>
     keycloakAdminClientId: "cgs-auth-proxy",
     keycloakAdminClientSecret: pulumi.secret("kc"),
     smtpUrl: pulumi.secret("smtps://u:p@smtp.example.com:465"),
-    tailscaleApiKey: pulumi.secret("tskey-api-1"),
+    privateNetworkApiKey: pulumi.secret("tskey-api-1"),
     tags: {},
     ...change,
   });

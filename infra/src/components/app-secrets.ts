@@ -10,7 +10,8 @@ export interface AppSecretsArgs {
   keycloakAdminClientId: pulumi.Input<string>;
   keycloakAdminClientSecret: pulumi.Input<string>;
   smtpUrl: pulumi.Input<string>;
-  tailscaleApiKey: pulumi.Input<string>;
+  /** Tailscale API access token or Headscale API key, as the stack's private network is. */
+  privateNetworkApiKey: pulumi.Input<string>;
   tags: Record<string, string>;
 }
 
@@ -23,7 +24,7 @@ export class AppSecrets extends pulumi.ComponentResource {
   readonly stripeArn: pulumi.Output<string>;
   readonly identityProviderArn: pulumi.Output<string>;
   readonly smtpArn: pulumi.Output<string>;
-  /** Sessions' secrets: PIN digest key and streaming-credentials key (both generated), Tailscale API key. */
+  /** Sessions' secrets: PIN digest key and streaming-credentials key (both generated), private-network API key. */
   readonly streamingArn: pulumi.Output<string>;
 
   constructor(name: string, args: AppSecretsArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -72,11 +73,11 @@ export class AppSecrets extends pulumi.ComponentResource {
     );
     this.streamingArn = entry(
       "streaming",
-      "Pairing-PIN digest key, streaming-credentials sealing key, Tailscale API key",
+      "Pairing-PIN digest key, streaming-credentials sealing key, private-network (Tailscale or Headscale) API key",
       {
         pinHashSecret: pinHashSecret.result,
         streamingCredentialsKey: streamingCredentialsKey.base64,
-        tailscaleApiKey: args.tailscaleApiKey,
+        privateNetworkApiKey: args.privateNetworkApiKey,
       },
     );
     this.registerOutputs({ stripeArn: this.stripeArn, identityProviderArn: this.identityProviderArn });

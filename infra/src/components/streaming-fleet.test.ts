@@ -100,11 +100,6 @@ describe("StreamingFleet", () => {
       (c: StreamingConfig) => (c.rootDeviceName = "sda1"),
       /cgs:streaming.rootDeviceName must be a device such as \/dev\/sda1/,
     ],
-    [
-      "an empty tailnet",
-      (c: StreamingConfig) => (c.tailscaleTailnet = ""),
-      /cgs:streaming.tailscaleTailnet must be a tailnet name/,
-    ],
   ])("when the config has %s, then the fleet is refused", (_what, change, message) => {
     expect(() => fleet(change)).toThrow(message);
   });

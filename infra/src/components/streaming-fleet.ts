@@ -59,12 +59,6 @@ function validateStreaming(args: StreamingFleetArgs): void {
     /^\/dev\/[a-z0-9]+$/,
     "a device such as /dev/sda1",
   );
-  matching(
-    "cgs:streaming.tailscaleTailnet",
-    args.tailscaleTailnet,
-    /^\S+$/,
-    'a tailnet name, or "-" for the key\'s own',
-  );
 }
 
 /**

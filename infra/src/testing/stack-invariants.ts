@@ -5,7 +5,7 @@ import * as path from "node:path";
 import { eventPublishers, platformEventRoutes, type EventType } from "@cgs/shared";
 import { DEPLOYABLES } from "../service-catalog";
 import { NAMESPACE, serviceAccountName } from "../platform-values";
-import { REPO_ROOT, broadGrants, ofType, parsePolicy, type StackRun } from "./stack-harness";
+import { REPO_ROOT, broadGrants, ofType, parsePolicy, readStackConfig, type StackRun } from "./stack-harness";
 
 /**
  * Resource types every stack creates. Both stack tests compare against this one list, so staging
@@ -266,9 +266,12 @@ export function describeStackInvariants(stack: string, run: () => StackRun): voi
       const dbSecrets = ofType(run(), "aws:secretsmanager/secret:Secret")
         .map((s) => String(s.inputs.name))
         .filter((n) => n.endsWith("/database"));
+      // A self-hosted private network (Headscale) keeps its state in a database of its own.
+      const selfHosted =
+        (readStackConfig(stack)["cgs:privateNetwork"] as { kind: string }).kind === "headscale";
       expect(dbSecrets.sort()).toEqual(
-        DEPLOYABLES.filter((d) => d.database)
-          .map((d) => `cgs-${stack}/${d.name}/database`)
+        [...DEPLOYABLES.filter((d) => d.database).map((d) => d.name), ...(selfHosted ? ["headscale"] : [])]
+          .map((name) => `cgs-${stack}/${name}/database`)
           .sort(),
       );
     });

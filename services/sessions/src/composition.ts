@@ -17,24 +17,21 @@ import {
   startQueuePoller,
   type Closer,
   type OpenedDatabase,
-  STREAMING_TCP_PORTS,
-  STREAMING_UDP_PORT_RANGE,
 } from "@cgs/shared";
 import { createBillingClient } from "./adapters/billing-client";
 import type { CloudProvider } from "./adapters/cloud-provider";
 import { withStreamingCredentials } from "./adapters/credential-issuing-cloud";
 import { Ec2CloudProvider } from "./adapters/ec2-cloud-provider";
-import {
-  SimulatedPrivateNetwork,
-  TailscalePrivateNetwork,
-  type PrivateNetwork,
-} from "./adapters/private-network";
+import { HeadscalePrivateNetwork } from "./adapters/headscale-private-network";
+import { SimulatedPrivateNetwork, type PrivateNetwork } from "./adapters/private-network";
+import { TailscalePrivateNetwork, type SlotLeases } from "./adapters/tailscale-private-network";
 import { SimulatedCloudProvider } from "./adapters/simulated-cloud-provider";
 import { SimulatedHosts } from "./adapters/simulated-hosts";
 import { SimulatedStreamingHost, SunshineStreamingHost, type StreamingHost } from "./adapters/streaming-host";
 import { createApp, type SessionsAppDeps, type SessionsContext } from "./app";
 import type { SessionsConfig } from "./config";
 import type * as schema from "./data/schema";
+import { findSlot, leaseSlot } from "./data/private-network-repository";
 import {
   countActiveSessionsByState,
   findSession,
@@ -85,7 +82,12 @@ export interface BuiltAdapters extends SessionsAppDeps {
 }
 
 /** Picks every adapter from config: simulators by default, EC2 / Sunshine / Tailscale when configured. */
-export function buildAdapters(config: SessionsConfig, db: SessionsDb, logger?: Logger): BuiltAdapters {
+export function buildAdapters(
+  config: SessionsConfig,
+  db: SessionsDb,
+  logger?: Logger,
+  overrides: { privateNetwork?: PrivateNetwork } = {},
+): BuiltAdapters {
   const vault = new StreamingCredentialVault(
     new StreamingCredentialRepository(db),
     config.STREAMING_CREDENTIALS_KEY ?? LOCAL_STREAMING_CREDENTIALS_KEY,
@@ -150,22 +152,14 @@ export function buildAdapters(config: SessionsConfig, db: SessionsDb, logger?: L
     });
     streamingHost = simulatedHost;
   }
-  const privateNetwork: PrivateNetwork =
-    config.PRIVATE_NETWORK === "tailscale"
-      ? new TailscalePrivateNetwork({
-          apiUrl: config.TAILSCALE_API_URL,
-          tailnet: config.TAILSCALE_TAILNET,
-          apiKey: config.TAILSCALE_API_KEY,
-          timeoutMs: config.INTERNAL_CALL_TIMEOUT_MS,
-          ownerTag: config.VPN_OWNER_TAG,
-          ports: { tcpPorts: STREAMING_TCP_PORTS, udpPortRange: STREAMING_UDP_PORT_RANGE },
-        })
-      : new SimulatedPrivateNetwork((ip) => simulatedCloud?.hostTags(ip) ?? []);
+  const privateNetwork =
+    overrides.privateNetwork ?? privateNetworkFrom(config, db, (ip) => simulatedCloud?.hostTags(ip) ?? []);
   const timeoutMs = config.INTERNAL_CALL_TIMEOUT_MS;
   return {
     cloud: withStreamingCredentials(cloud, vault, {
       network: privateNetwork,
-      hostTag: config.VPN_HOST_TAG,
+      db,
+      clock: systemClock,
       keyTtlSeconds: config.VPN_HOST_KEY_TTL_SECONDS,
       reports: { queueUrl: reportQueueUrl, region: config.AWS_REGION },
     }),
@@ -178,6 +172,47 @@ export function buildAdapters(config: SessionsConfig, db: SessionsDb, logger?: L
     agentKey: (sessionId) => vault.agentKey(sessionId),
     reportQueueUrl,
   };
+}
+
+/** Hosted Tailscale's slot tags, leased per playing account in the sessions database. */
+export function slotLeases(db: SessionsDb, size: number): SlotLeases {
+  return {
+    lease: (accountId, clear) => leaseSlot(db, accountId, size, clear),
+    find: (accountId) => findSlot(db, accountId),
+  };
+}
+
+/** The private network's control plane: Headscale, hosted Tailscale (slots leased in `db`) or the simulator. */
+export function privateNetworkFrom(
+  config: SessionsConfig,
+  db: SessionsDb,
+  simulatedHostTags: (ip: string) => string[] = () => [],
+): PrivateNetwork {
+  const timeoutMs = config.INTERNAL_CALL_TIMEOUT_MS;
+  if (config.PRIVATE_NETWORK === "headscale") {
+    const apiUrl = config.HEADSCALE_URL!;
+    return new HeadscalePrivateNetwork({
+      apiUrl,
+      apiKey: config.HEADSCALE_API_KEY,
+      timeoutMs,
+      loginServer: config.HEADSCALE_LOGIN_SERVER ?? apiUrl,
+    });
+  }
+  if (config.PRIVATE_NETWORK === "tailscale") {
+    return new TailscalePrivateNetwork(
+      {
+        apiUrl: config.TAILSCALE_API_URL,
+        tailnet: config.TAILSCALE_TAILNET,
+        apiKey: config.TAILSCALE_API_KEY,
+        timeoutMs,
+        deviceTags: config.VPN_KEY_TAGS,
+        hostTag: config.VPN_HOST_TAG,
+        devicesCacheMs: config.TAILSCALE_DEVICES_CACHE_MS,
+      },
+      slotLeases(db, config.TAILSCALE_SLOTS),
+    );
+  }
+  return new SimulatedPrivateNetwork(simulatedHostTags);
 }
 
 /** The use cases' settings, read from config once. */
@@ -206,10 +241,8 @@ export function sessionSettingsFrom(config: SessionsConfig): SessionSettings {
     },
     streamingPort: config.STREAMING_PORT,
     privateNetwork: {
-      keyTags: config.VPN_KEY_TAGS,
       keyTtlSeconds: config.VPN_KEY_TTL_SECONDS,
       maxLiveKeys: config.VPN_KEY_MAX_LIVE,
-      hostTag: config.VPN_HOST_TAG,
     },
     reconciler: {
       batchSize: config.RECONCILER_BATCH_SIZE,

@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig } from "@cgs/shared";
+import { privateNetworkFrom } from "./composition";
 import { sessionsConfigSchema } from "./config";
 
 describe("sessions config", () => {
@@ -13,6 +14,26 @@ describe("sessions config", () => {
       SESSION_RATE_PER_MINUTE: 10,
       SESSION_CURRENCY: "USD",
     });
+  });
+
+  it("when Headscale is chosen without its URL or API key, then start-up names both; its login server defaults to the URL", () => {
+    let error: unknown;
+    try {
+      loadConfig(sessionsConfigSchema, { PRIVATE_NETWORK: "headscale" });
+    } catch (err) {
+      error = err;
+    }
+    expect((error as ConfigError).issues.map((i) => i.variable).sort()).toEqual([
+      "HEADSCALE_API_KEY",
+      "HEADSCALE_URL",
+    ]);
+    const config = loadConfig(sessionsConfigSchema, {
+      PRIVATE_NETWORK: "headscale",
+      HEADSCALE_URL: "http://headscale:8080",
+      HEADSCALE_API_KEY: "hskey-api-x",
+    });
+    expect(config).toMatchObject({ PRIVATE_NETWORK: "headscale", HEADSCALE_URL: "http://headscale:8080" });
+    expect(privateNetworkFrom(config, undefined as never).loginServer).toBe("http://headscale:8080");
   });
 
   it("when production leaves the adapters, the PIN secret or the AMI unset, then start-up names each variable", () => {

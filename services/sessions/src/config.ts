@@ -183,10 +183,24 @@ export const sessionsConfigSchema = z
       .optional()
       .describe("HMAC key for stored pairing-PIN digests (required in production)"),
     PRIVATE_NETWORK: z
-      .enum(["simulator", "tailscale"])
+      .enum(["simulator", "tailscale", "headscale"])
       .optional()
       .describe(
-        "Private-network adapter: simulator (in-process; the default outside production) or tailscale (API v2)",
+        "Private-network adapter: simulator (in-process; the default outside production), headscale (self-hosted control plane) or tailscale (hosted, API v2)",
+      ),
+    HEADSCALE_URL: envUrl()
+      .optional()
+      .describe(
+        "Headscale: base URL of its REST API as this service reaches it (e.g. http://headscale:8080)",
+      ),
+    HEADSCALE_API_KEY: z
+      .string()
+      .default("")
+      .describe("Headscale: API key (`headscale apikeys create`); required with headscale"),
+    HEADSCALE_LOGIN_SERVER: envUrl()
+      .optional()
+      .describe(
+        "Headscale: public URL devices and hosts log in to (`tailscale up --login-server`), returned with each key; default HEADSCALE_URL",
       ),
     TAILSCALE_API_URL: envUrl().default("https://api.tailscale.com").describe("Tailscale API base URL"),
     TAILSCALE_TAILNET: z
@@ -195,19 +209,20 @@ export const sessionsConfigSchema = z
       .default("-")
       .describe('Tailnet name ("-" is the API key\'s default tailnet)'),
     TAILSCALE_API_KEY: z.string().default("").describe("Tailscale API access token"),
-    VPN_KEY_TAGS: envList(["tag:cgs-client"]).describe("ACL tags of devices joined with a session's key"),
+    TAILSCALE_SLOTS: envInt(500, 2).describe(
+      "Tailscale: slot tags in the tailnet policy infra writes (the most accounts playing at once); must match it",
+    ),
+    TAILSCALE_DEVICES_CACHE_MS: envInt(15_000, 0).describe(
+      "Tailscale: one device listing answers every account's presence question for this long, in ms",
+    ),
+    VPN_KEY_TAGS: envList(["tag:cgs-client"]).describe(
+      "Tailscale: ACL tags of a player device's key, beside its account's slot tag",
+    ),
     VPN_HOST_TAG: z
       .string()
       .regex(/^tag:[a-z0-9-]+$/)
       .default("tag:cgs-host")
-      .describe("ACL tag every streaming host joins the private network with, beside its account's tag"),
-    VPN_OWNER_TAG: z
-      .string()
-      .regex(/^tag:[a-z0-9-]+$/)
-      .default("tag:cgs-sessions")
-      .describe(
-        "Tag the Tailscale API key owns; added as the owner of each account tag in the tailnet policy",
-      ),
+      .describe("Tailscale: ACL tag of a streaming host's key, beside its account's slot tag"),
     VPN_HOST_KEY_TTL_SECONDS: envInt(3600, 300).describe(
       "Lifetime of the single-use key a launched streaming host joins the private network with, in seconds",
     ),
@@ -223,6 +238,14 @@ export const sessionsConfigSchema = z
   })
   .transform((c, ctx) => {
     const region = c.CLOUD_REGION ?? c.AWS_REGION;
+    if (c.PRIVATE_NETWORK === "headscale") {
+      if (!c.HEADSCALE_URL) {
+        ctx.addIssue({ code: "custom", path: ["HEADSCALE_URL"], message: "is required with headscale" });
+      }
+      if (!c.HEADSCALE_API_KEY) {
+        ctx.addIssue({ code: "custom", path: ["HEADSCALE_API_KEY"], message: "is required with headscale" });
+      }
+    }
     if (c.NODE_ENV === "production") {
       // A forgotten variable must not quietly run a production deployment on simulators.
       for (const key of ["CLOUD_PROVIDER", "STREAMING_HOST", "PRIVATE_NETWORK"] as const) {

@@ -84,7 +84,8 @@ describe("sessions lifecycle through the gateway", () => {
     expect(vpn.status).toBe(200);
     expect(vpn.body.key).toMatch(/^tskey-auth-/);
     expect(h.privateNetwork.requests.at(-1)).toMatchObject({
-      tags: ["tag:cgs-client", expect.stringMatching(/^tag:cgs-acct-[0-9a-f]{16}$/)],
+      accountId: acct,
+      kind: "device",
       expirySeconds: 600,
     });
 

@@ -1,13 +1,15 @@
 import { randomUUID } from "node:crypto";
 import { DescribeInstanceAttributeCommand, DescribeVolumesCommand, EC2Client } from "@aws-sdk/client-ec2";
-import { STREAMING_TCP_PORTS, STREAMING_UDP_PORT_RANGE, accountNetworkTag } from "@cgs/shared";
+import { slotTag, systemClock } from "@cgs/shared";
 import { and, desc, eq } from "drizzle-orm";
 import { withStreamingCredentials } from "./adapters/credential-issuing-cloud";
 import { SimulatedStreamingHost } from "./adapters/streaming-host";
 import { sessionsTable } from "./data/session-tables";
 import type { StreamingCredentials } from "./domain/streaming-credentials";
 import { Ec2CloudProvider } from "./adapters/ec2-cloud-provider";
-import { TailscalePrivateNetwork } from "./adapters/private-network";
+import { TailscalePrivateNetwork } from "./adapters/tailscale-private-network";
+import { slotLeases } from "./composition";
+import { findSlot } from "./data/private-network-repository";
 import { startTailscaleStandIn, type TailscaleStandIn } from "./testing/streaming-stand-ins";
 import type { CloudProvider } from "./adapters/cloud-provider";
 import { Reconciler } from "./domain/reconciler";
@@ -68,17 +70,22 @@ describe("the session lifecycle on the EC2 adapter (moto)", () => {
     const cloud = ec2Provider();
     // The real composition: each launch issues the instance's own streaming-host credentials and private-network
     // key into its user data, the key minted by the Tailscale adapter (against the Tailscale-shaped stand-in).
-    const network = new TailscalePrivateNetwork({
-      apiUrl: tailscale.url,
-      tailnet: "-",
-      apiKey: "tskey-api-ec2",
-      timeoutMs: 2_000,
-      ownerTag: h.config.VPN_OWNER_TAG,
-      ports: { tcpPorts: STREAMING_TCP_PORTS, udpPortRange: STREAMING_UDP_PORT_RANGE },
-    });
+    const network = new TailscalePrivateNetwork(
+      {
+        apiUrl: tailscale.url,
+        tailnet: "-",
+        apiKey: "tskey-api-ec2",
+        timeoutMs: 2_000,
+        deviceTags: h.config.VPN_KEY_TAGS,
+        hostTag: h.config.VPN_HOST_TAG,
+        devicesCacheMs: 0,
+      },
+      slotLeases(h.database.db, h.config.TAILSCALE_SLOTS),
+    );
     const issuing = withStreamingCredentials(cloud, h.vault, {
       network,
-      hostTag: h.config.VPN_HOST_TAG,
+      db: h.database.db,
+      clock: systemClock,
       keyTtlSeconds: h.config.VPN_HOST_KEY_TTL_SECONDS,
       reports: { queueUrl: h.reportQueueUrl, region: "us-east-1" },
     });
@@ -113,9 +120,9 @@ describe("the session lifecycle on the EC2 adapter (moto)", () => {
     expect(envFile).toBe(
       `SUNSHINE_USERNAME=${credentials!.username}\nSUNSHINE_PASSWORD=${credentials!.password}\n`,
     );
-    // The host joins with a single-use, non-ephemeral key tagged with the host tag and its own account's tag only,
-    // after that account's rule is in the tailnet policy.
-    const accountTag = accountNetworkTag(acct);
+    // The host joins with a single-use, non-ephemeral key tagged with the host tag and its account's slot tag only;
+    // the tailnet policy (written once by infra) is never touched.
+    const slot = await findSlot(h.database.db, acct);
     expect(tailscale.keys.at(-1)!.body).toMatchObject({
       capabilities: {
         devices: {
@@ -123,16 +130,14 @@ describe("the session lifecycle on the EC2 adapter (moto)", () => {
             reusable: false,
             ephemeral: false,
             preauthorized: true,
-            tags: ["tag:cgs-host", accountTag],
+            tags: ["tag:cgs-host", slotTag(slot!)],
           },
         },
       },
     });
     const minted = tailscale.requests.filter((r) => r.method === "POST" && r.path.endsWith("/keys")).length;
     expect(tailscaleFile).toBe(`TS_AUTHKEY=tskey-auth-k${minted}CNTRL-${"x".repeat(32)}\n`);
-    expect((tailscale.policy as { tagOwners: Record<string, string[]> }).tagOwners[accountTag]).toEqual([
-      "tag:cgs-sessions",
-    ]);
+    expect(tailscale.requests.filter((r) => r.path.endsWith("/acl"))).toEqual([]);
     await reconciler.tick();
     const launched = await pollSession(deps, acct);
     installedByIp.set(launched.privateNetIp!, credentials!);

@@ -1,7 +1,6 @@
 import { and, eq } from "drizzle-orm";
 import { sessionsTable } from "./data/session-tables";
 import { streamingCredentialsTable } from "./data/streaming-credential-tables";
-import { accountNetworkTag } from "@cgs/shared";
 import { startRunningSession, startSessionsHarness, type SessionsHarness } from "./testing/sessions-harness";
 
 // One player, one host: per-instance streaming-host credentials, sealed at rest and never in an API answer,
@@ -80,7 +79,7 @@ describe("one player, one host", () => {
     const b = await startRunning(acctB);
     const keyA = await h.call(acctA, "POST", "/api/v1/sessions/vpn-key");
     expect(keyA.status).toBe(200);
-    expect(h.privateNetwork.requests.at(-1)!.tags).toContain(accountNetworkTag(acctA));
+    expect(h.privateNetwork.requests.at(-1)).toMatchObject({ accountId: acctA, kind: "device" });
 
     const deviceA = h.privateNetwork.join(keyA.body.key as string);
     expect(h.privateNetwork.canReach(deviceA.id, a.privateNetIp)).toBe(true);

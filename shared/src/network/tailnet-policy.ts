@@ -1,37 +1,35 @@
 import { createHash } from "node:crypto";
 
 /**
- * The tailnet ACL policy (Tailscale policy file, JSON form) the streaming fleet relies on. One implementation:
- * infra generates the base policy from it, and the sessions service adds each account's rules at runtime with it
- * (Tailscale has no wildcard tags, so every account tag needs its own tagOwners entry and rules).
+ * The private network's access policies. Neither grows with the number of accounts: the Headscale policy is two
+ * rules whatever the number of accounts (each account is its own Headscale user, and `autogroup:self` lets a
+ * user's devices reach only that user's devices), and the hosted-Tailscale policy is a fixed pool of slot tags
+ * sized for the fleet's peak of concurrent accounts. Infra writes either once; the sessions service never edits it.
  */
-
-/** Prefix of the per-account tag every key and host of that account carries; the ACL lets a tag reach only itself. */
-export const ACCOUNT_TAG_PREFIX = "tag:cgs-acct-";
-
-/** The account's private-network tag: a digest, so the tailnet never learns account ids. */
-export function accountNetworkTag(accountId: string): string {
-  return `${ACCOUNT_TAG_PREFIX}${createHash("sha256").update(accountId).digest("hex").slice(0, 16)}`;
-}
 
 /** Streaming ports players connect to (Sunshine/Moonlight), the defaults of infra and the sessions service. */
 export const STREAMING_TCP_PORTS = [47984, 47989, 48010];
 export const STREAMING_UDP_PORT_RANGE = { from: 47998, to: 48010 };
 
-export interface TailnetPolicyArgs {
-  /** Tag the sessions service's API key owns and stamps on every key it mints. */
-  sessionsTag: string;
-  /** Tag every player device joins with (VPN_KEY_TAGS of the sessions service). */
-  clientTag: string;
-  /** Tag every streaming host joins with. */
-  hostTag: string;
-  /** Per-account tag prefix the sessions service adds to each key and host (ACCOUNT_TAG_PREFIX). */
-  accountTagPrefix: string;
+export interface StreamingPorts {
   tcpPorts: number[];
   udpPortRange: { from: number; to: number };
 }
 
-export type StreamingPorts = Pick<TailnetPolicyArgs, "tcpPorts" | "udpPortRange">;
+const digest = (accountId: string) => createHash("sha256").update(accountId).digest("hex").slice(0, 16);
+
+/** The account's name on the private network (its Headscale user): a digest, so the control plane never learns ids. */
+export function accountNetworkName(accountId: string): string {
+  return `cgs-${digest(accountId)}`;
+}
+
+/** Prefix of the per-account tag the private-network simulator marks an account's hosts with. */
+export const ACCOUNT_TAG_PREFIX = "tag:cgs-acct-";
+
+/** The per-account tag the private-network simulator (and the cloud simulator's hosts) carry. */
+export function accountNetworkTag(accountId: string): string {
+  return `${ACCOUNT_TAG_PREFIX}${digest(accountId)}`;
+}
 
 export interface TailnetAclRule {
   action: "accept";
@@ -40,83 +38,90 @@ export interface TailnetAclRule {
   proto?: string;
 }
 
+/** Destination entries for a target on the streaming ports (TCP and UDP). */
+export function streamingDestinations(target: string, ports: StreamingPorts) {
+  return {
+    tcp: [`${target}:${ports.tcpPorts.join(",")}`],
+    udp: [`${target}:${ports.udpPortRange.from}-${ports.udpPortRange.to}`],
+  };
+}
+
+function streamingRules(src: string, dst: string, ports: StreamingPorts): TailnetAclRule[] {
+  const to = streamingDestinations(dst, ports);
+  return [
+    { action: "accept", src: [src], dst: to.tcp, proto: "tcp" },
+    { action: "accept", src: [src], dst: to.udp, proto: "udp" },
+  ];
+}
+
+// ---------------------------------------------------------------- Headscale (self-hosted)
+
+/** Headscale's policy file (HuJSON; Headscale refuses fields it does not know, so it carries no `tests`). */
+export interface HeadscalePolicy {
+  acls: TailnetAclRule[];
+}
+
+/**
+ * Every account is one Headscale user owning its player devices and its streaming hosts (untagged nodes), and
+ * `autogroup:self` admits only the same user's devices: a device reaches its own account's host on the streaming
+ * ports and nothing else, whatever the number of accounts. The limit, stated in the sessions README: Headscale
+ * cannot tell a user's host from the same user's other devices, so the rule is symmetric and a host may open the
+ * streaming ports of its own account's other devices (never another port, never another account's device).
+ */
+export function headscalePolicy(ports: StreamingPorts): HeadscalePolicy {
+  return { acls: streamingRules("autogroup:member", "autogroup:self", ports) };
+}
+
+// ---------------------------------------------------------------- Tailscale (hosted)
+
+/** Prefix of the slot tags; slot i is `${SLOT_TAG_PREFIX}${i}`. */
+export const SLOT_TAG_PREFIX = "tag:cgs-slot-";
+
+export function slotTag(slot: number): string {
+  return `${SLOT_TAG_PREFIX}${slot}`;
+}
+
+export interface TailnetPolicyArgs extends StreamingPorts {
+  /** Tag the sessions service's API key (OAuth client) owns; it owns every tag below. */
+  sessionsTag: string;
+  /** Tag every player device joins with (VPN_KEY_TAGS of the sessions service). */
+  clientTag: string;
+  /** Tag every streaming host joins with. */
+  hostTag: string;
+  /** Size of the slot pool (TAILSCALE_SLOTS of the sessions service): the most accounts playing at once. */
+  slots: number;
+}
+
+/** The tailnet policy file (JSON form). */
 export interface TailnetPolicy {
   tagOwners: Record<string, string[]>;
   acls: TailnetAclRule[];
   tests: Array<{ src: string; accept?: string[]; deny?: string[] }>;
 }
 
-/** Destination entries for a tag on the streaming ports (TCP and UDP). */
-export function streamingDestinations(tag: string, args: StreamingPorts) {
-  return {
-    tcp: args.tcpPorts.map((p) => `${tag}:${p}`),
-    udp: [`${tag}:${args.udpPortRange.from}-${args.udpPortRange.to}`],
-  };
-}
-
 /**
- * Default deny: no rule lets the client tag (shared by every player) reach any host. A device reaches a host
- * only through its account's own tag, on the streaming ports: the rules for an account tag are
- * accountRules(tag), and the tests below are checked by Tailscale whenever the policy is saved.
+ * Hosted Tailscale has no user per account (users come from the identity provider and are billed per seat), no
+ * wildcard tags and no `autogroup:self` for tags. So the sessions service leases each playing account one slot
+ * tag from a fixed pool; slot i's devices reach slot i's hosts on the streaming ports, nothing else. The client and
+ * host tags alone reach nothing (default deny). Tailscale checks `tests` whenever the policy is saved.
  */
-export function tailnetPolicy(args: TailnetPolicyArgs, accountTags: string[] = []): TailnetPolicy {
-  const exampleA = `${args.accountTagPrefix}0000000000000000`;
-  const exampleB = `${args.accountTagPrefix}ffffffffffffffff`;
-  const tags = [...new Set([exampleA, exampleB, ...accountTags])];
-  const portsOf = (tag: string) => streamingDestinations(tag, args);
+export function tailnetPolicy(args: TailnetPolicyArgs): TailnetPolicy {
+  if (!Number.isInteger(args.slots) || args.slots < 2)
+    throw new Error("a tailnet policy needs at least 2 slots");
+  const slots = Array.from({ length: args.slots }, (_, i) => slotTag(i));
+  const [first, second] = [slots[0]!, slots[1]!];
+  const port = args.tcpPorts[0]!;
   return {
     tagOwners: Object.fromEntries([
       [args.sessionsTag, []],
       [args.clientTag, [args.sessionsTag]],
       [args.hostTag, [args.sessionsTag]],
-      ...tags.map((t) => [t, [args.sessionsTag]]),
+      ...slots.map((t) => [t, [args.sessionsTag]]),
     ]),
-    acls: tags.flatMap((t) => accountRules(t, args)),
+    acls: slots.flatMap((t) => streamingRules(t, t, args)),
     tests: [
-      { src: exampleA, accept: [portsOf(exampleA).tcp[0]!], deny: [portsOf(exampleB).tcp[0]!] },
-      { src: args.clientTag, deny: [`${args.hostTag}:${args.tcpPorts[0]}`, portsOf(exampleA).tcp[0]!] },
+      { src: first, accept: [`${first}:${port}`], deny: [`${second}:${port}`, `${first}:22`] },
+      { src: args.clientTag, deny: [`${args.hostTag}:${port}`, `${first}:${port}`] },
     ],
   };
-}
-
-/** The two rules of one account: its devices reach its hosts on the streaming ports, nothing else. */
-export function accountRules(accountTag: string, args: StreamingPorts): TailnetAclRule[] {
-  const dst = streamingDestinations(accountTag, args);
-  return [
-    { action: "accept", src: [accountTag], dst: dst.tcp, proto: "tcp" },
-    { action: "accept", src: [accountTag], dst: dst.udp, proto: "udp" },
-  ];
-}
-
-/**
- * A tailnet's policy with one account's tag owned by `ownerTag` and its rules present; `changed` is false when
- * both were already there (other entries are kept as they are).
- */
-export function withAccountRules(
-  policy: Partial<TailnetPolicy> & Record<string, unknown>,
-  accountTag: string,
-  ownerTag: string,
-  ports: StreamingPorts,
-): { policy: Partial<TailnetPolicy> & Record<string, unknown>; changed: boolean } {
-  const tagOwners = { ...(policy.tagOwners ?? {}) };
-  const acls = [...(policy.acls ?? [])];
-  let changed = false;
-  if (!(tagOwners[accountTag] ?? []).includes(ownerTag)) {
-    tagOwners[accountTag] = [...(tagOwners[accountTag] ?? []), ownerTag];
-    changed = true;
-  }
-  const same = (a: TailnetAclRule, b: TailnetAclRule) =>
-    a.action === b.action &&
-    a.proto === b.proto &&
-    a.src.length === b.src.length &&
-    a.src.every((s, i) => s === b.src[i]) &&
-    a.dst.length === b.dst.length &&
-    a.dst.every((d, i) => d === b.dst[i]);
-  for (const rule of accountRules(accountTag, ports)) {
-    if (!acls.some((r) => same(r, rule))) {
-      acls.push(rule);
-      changed = true;
-    }
-  }
-  return { policy: { ...policy, tagOwners, acls }, changed };
 }

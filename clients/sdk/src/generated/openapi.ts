@@ -657,13 +657,18 @@ export interface components {
       port: number;
     };
     VpnKey: {
-      /** @description Ephemeral, single-use private-network auth key. Devices joined with it are removed when the session stops. */
+      /** @description Ephemeral, single-use private-network auth key: a device joined with it reaches only this account's streaming host, on the streaming ports, and leaves the network when it logs out. */
       key: string;
       /**
        * Format: date-time
        * @description When the key can no longer be used to join.
        */
       expiresAt: string;
+      /**
+       * Format: uri
+       * @description The control plane to join with this key (`tailscale up --login-server <loginServer> --authkey <key>`); absent when the private network is hosted Tailscale (the client's default). Devices should also pass `--shields-up`: they only connect out to their session's host.
+       */
+      loginServer?: string;
     };
     Device: {
       /**

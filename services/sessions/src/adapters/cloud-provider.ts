@@ -17,8 +17,10 @@ export interface LaunchRequest {
   availabilityZone: string;
   /** This instance's own streaming-host API credentials, installed at boot (never shared between instances). */
   streamingCredentials?: StreamingCredentials;
-  /** Single-use key the host joins the private network with, tagged with its account's tag (never logged). */
+  /** Single-use key the host joins the private network with, reaching only its account's devices (never logged). */
   privateNetworkKey?: string;
+  /** The control plane the host logs in to with that key (Headscale's URL); unset for hosted Tailscale. */
+  privateNetworkLoginServer?: string;
   /** What the instance's host agent needs: the session's signing key (base64url) and where to report. */
   hostAgent?: HostAgentLaunch;
 }

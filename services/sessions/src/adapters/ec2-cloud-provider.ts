@@ -61,7 +61,15 @@ export function streamingUserData(request: LaunchRequest): string {
           `SUNSHINE_USERNAME=${credentials.username}\nSUNSHINE_PASSWORD=${credentials.password}\n`,
         )
       : []),
-    ...(privateNetworkKey ? file("/etc/cgs/tailscale.env", `TS_AUTHKEY=${privateNetworkKey}\n`) : []),
+    ...(privateNetworkKey
+      ? file(
+          "/etc/cgs/tailscale.env",
+          `TS_AUTHKEY=${privateNetworkKey}\n` +
+            (request.privateNetworkLoginServer
+              ? `TS_LOGIN_SERVER=${request.privateNetworkLoginServer}\n`
+              : ""),
+        )
+      : []),
     ...(hostAgent
       ? file(
           "/etc/cgs/agent.env",

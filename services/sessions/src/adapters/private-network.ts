@@ -1,213 +1,204 @@
 import { randomBytes } from "node:crypto";
-import { ACCOUNT_TAG_PREFIX, withAccountRules, type StreamingPorts, type TailnetPolicy } from "@cgs/shared";
+import { accountNetworkTag } from "@cgs/shared";
 
-export interface AuthKeyRequest {
-  /** ACL tags devices joined with the key get. */
-  tags: string[];
+/** A player device's key (ephemeral: the device leaves when it logs out) or a streaming host's (it stays). */
+export type KeyKind = "device" | "host";
+
+export interface KeyRequest {
+  accountId: string;
+  kind: KeyKind;
   expirySeconds: number;
+  /** Shown beside the key in the control plane (letters, digits and dashes). */
   description: string;
-  /** Devices joined with the key leave the tailnet when they go offline; false for streaming hosts. */
-  ephemeral?: boolean;
 }
 
 export interface AuthKey {
+  /** The control plane's id of the key, to look it up or revoke it later. */
+  id: string;
+  /** The secret a node joins with: handed to the player or the host once, never stored. */
   key: string;
   expiresAt: Date;
+  /** The network tag it carries, when the control plane scopes accounts by tag (hosted Tailscale's slot tag). */
+  tag?: string;
 }
 
-export interface LiveKey {
-  expiresAt: Date;
-  tags: string[];
+/** A key recorded for an account, as an account purge hands it back. */
+export interface AccountKeyRef {
+  id: string;
+  tag: string | null;
 }
 
-/** The private network the streaming client joins (Tailscale). */
+/** The account's player devices on the private network (streaming hosts are not counted). */
+export interface DevicePresence {
+  /** A device of the account is connected to the control plane now. */
+  online: boolean;
+  /** The latest time any of them was seen (now when one is online); null when none ever joined. */
+  lastSeenAt: Date | null;
+  devices: number;
+}
+
+/**
+ * The private network the streaming client and the streaming host join (Headscale, hosted Tailscale, or the
+ * in-process simulator). A key reaches only its own account's hosts, on the streaming ports; how each control
+ * plane is told so is its adapter's business, and its policy never grows with the number of accounts.
+ */
 export interface PrivateNetwork {
-  /** A single-use, pre-authorized, tagged auth key (ephemeral unless the request says otherwise). */
-  createAuthKey(request: AuthKeyRequest): Promise<AuthKey>;
+  /** A single-use, pre-authorized key for one of the account's devices or hosts. */
+  createKey(request: KeyRequest): Promise<AuthKey>;
+  /** Of these keys (minted for the account and not expired), the ids a node has already joined with. */
+  usedKeys(accountId: string, keyIds: readonly string[]): Promise<Set<string>>;
+  /** Whether the account's player devices are online on the private network, and when one was last seen. */
+  devicePresence(accountId: string): Promise<DevicePresence>;
   /**
-   * The tailnet policy owns this account tag and lets it reach itself on the streaming ports (Tailscale has no
-   * wildcard tags, so each account's rule is added before its first key or host).
+   * The account's streaming hosts leave the network: a launch calls it before its host joins, because an account
+   * plays one session at a time and a previous session's host would otherwise stay a (dead) peer of its devices.
    */
-  ensureAccountAccess(accountTag: string): Promise<void>;
-  /** Keys carrying this tag that are neither expired, revoked nor used up. */
-  liveKeys(tag: string): Promise<LiveKey[]>;
+  removeHosts(accountId: string): Promise<void>;
+  /** Removes every node of the account and revokes these keys of it; safe to repeat. */
+  purgeAccount(accountId: string, keys: readonly AccountKeyRef[]): Promise<void>;
+  /** What a node passes as `tailscale up --login-server`; undefined for hosted Tailscale (the client's default). */
+  readonly loginServer?: string;
 }
 
-export interface TailscaleSettings {
-  apiUrl: string;
-  tailnet: string;
-  apiKey: string;
-  timeoutMs: number;
-  /** Tag the API key owns; it becomes the owner of every account tag. */
-  ownerTag: string;
-  ports: StreamingPorts;
-}
+/** The private network's control plane answered something unexpected (or not at all); the request may be retried. */
+export class PrivateNetworkError extends Error {}
 
-// Concurrent writers of the policy (replicas, other tools) make an If-Match fail; re-read and retry this often.
-const POLICY_WRITE_ATTEMPTS = 5;
-
-/** Tailscale API v2: POST and GET /api/v2/tailnet/{tailnet}/keys, GET and POST /api/v2/tailnet/{tailnet}/acl. */
-export class TailscalePrivateNetwork implements PrivateNetwork {
-  /** Account tags whose rules this process has seen in the policy; rules are never removed, so this stays true. */
-  private readonly ensured = new Set<string>();
-
-  constructor(private readonly settings: TailscaleSettings) {}
-
-  private tailnetUrl(): string {
-    return `${this.settings.apiUrl}/api/v2/tailnet/${encodeURIComponent(this.settings.tailnet)}`;
-  }
-
-  private keysUrl(): string {
-    return `${this.tailnetUrl()}/keys`;
-  }
-
-  async ensureAccountAccess(accountTag: string): Promise<void> {
-    if (this.ensured.has(accountTag)) return;
-    const url = `${this.tailnetUrl()}/acl`;
-    const auth = { authorization: `Bearer ${this.settings.apiKey}` };
-    for (let attempt = 1; attempt <= POLICY_WRITE_ATTEMPTS; attempt += 1) {
-      const read = await fetch(url, {
-        headers: { ...auth, accept: "application/json" },
-        signal: AbortSignal.timeout(this.settings.timeoutMs),
-      });
-      const text = await read.text();
-      if (!read.ok) throw new Error(`tailscale answered ${read.status} to policy read`);
-      const etag = read.headers.get("etag");
-      const current = JSON.parse(text) as Partial<TailnetPolicy> & Record<string, unknown>;
-      const next = withAccountRules(current, accountTag, this.settings.ownerTag, this.settings.ports);
-      if (!next.changed) break;
-      const write = await fetch(url, {
-        method: "POST",
-        headers: { ...auth, "content-type": "application/json", ...(etag ? { "if-match": etag } : {}) },
-        body: JSON.stringify(next.policy),
-        signal: AbortSignal.timeout(this.settings.timeoutMs),
-      });
-      await write.text();
-      if (write.ok) break;
-      if (write.status !== 412 || attempt === POLICY_WRITE_ATTEMPTS) {
-        throw new Error(`tailscale answered ${write.status} to policy update`);
-      }
-    }
-    this.ensured.add(accountTag);
-  }
-
-  async liveKeys(tag: string): Promise<LiveKey[]> {
-    const res = await fetch(`${this.keysUrl()}?all=true`, {
-      headers: { authorization: `Bearer ${this.settings.apiKey}` },
-      signal: AbortSignal.timeout(this.settings.timeoutMs),
+/** One JSON call to a control plane's API with a bearer key and a timeout; 404 is answered as undefined when allowed. */
+export async function controlPlaneCall<T>(
+  name: string,
+  url: string,
+  init: { apiKey: string; timeoutMs: number; method?: string; body?: unknown; allow404?: boolean },
+): Promise<T | undefined> {
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: init.method ?? "GET",
+      headers: {
+        authorization: `Bearer ${init.apiKey}`,
+        accept: "application/json",
+        ...(init.body === undefined ? {} : { "content-type": "application/json" }),
+      },
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+      signal: AbortSignal.timeout(init.timeoutMs),
     });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`tailscale answered ${res.status} to key listing`);
-    const body = JSON.parse(text) as {
-      keys?: Array<{
-        expires?: string;
-        revoked?: string;
-        invalid?: boolean;
-        capabilities?: { devices?: { create?: { tags?: string[] } } };
-      }>;
-    };
-    const now = Date.now();
-    return (body.keys ?? [])
-      .filter(
-        (k) =>
-          !k.revoked &&
-          !k.invalid &&
-          typeof k.expires === "string" &&
-          new Date(k.expires).getTime() > now &&
-          (k.capabilities?.devices?.create?.tags ?? []).includes(tag),
-      )
-      .map((k) => ({ expiresAt: new Date(k.expires!), tags: k.capabilities?.devices?.create?.tags ?? [] }));
-  }
-
-  async createAuthKey(request: AuthKeyRequest): Promise<AuthKey> {
-    const url = this.keysUrl();
-    const res = await fetch(url, {
-      method: "POST",
-      headers: { authorization: `Bearer ${this.settings.apiKey}`, "content-type": "application/json" },
-      body: JSON.stringify({
-        capabilities: {
-          devices: {
-            create: {
-              reusable: false,
-              ephemeral: request.ephemeral ?? true,
-              preauthorized: true,
-              tags: request.tags,
-            },
-          },
-        },
-        expirySeconds: request.expirySeconds,
-        description: request.description,
-      }),
-      signal: AbortSignal.timeout(this.settings.timeoutMs),
+  } catch (err) {
+    throw new PrivateNetworkError(`${name} did not answer ${init.method ?? "GET"} ${new URL(url).pathname}`, {
+      cause: err,
     });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`tailscale answered ${res.status} to key creation`);
-    const body = JSON.parse(text) as { key?: unknown; expires?: unknown };
-    if (typeof body.key !== "string" || typeof body.expires !== "string") {
-      throw new Error("tailscale key response lacks key or expires");
-    }
-    return { key: body.key, expiresAt: new Date(body.expires) };
   }
+  const text = await res.text();
+  if (res.status === 404 && init.allow404) return undefined;
+  if (!res.ok) {
+    throw new PrivateNetworkError(
+      `${name} answered ${res.status} to ${init.method ?? "GET"} ${new URL(url).pathname}: ${text.slice(0, 200)}`,
+    );
+  }
+  return (text ? JSON.parse(text) : {}) as T;
 }
 
 export interface SimulatedDevice {
   id: string;
-  tags: string[];
+  accountId: string;
+  kind: KeyKind;
+  online: boolean;
+  lastSeenAt: Date;
 }
 
 /**
- * In-process stand-in: mints single-use keys shaped like Tailscale's, lets a device join with one, and enforces
- * the ACL infra generates for the tailnet: a device reaches a host only when both carry the same account tag.
+ * In-process stand-in with Headscale's semantics: every account is its own user, a key is single use and
+ * expires, a device reaches a host only when both belong to the same account (`autogroup:self`), an ephemeral
+ * device leaves when it logs out, and a purge removes the account's nodes and keys.
  */
 export class SimulatedPrivateNetwork implements PrivateNetwork {
-  readonly requests: AuthKeyRequest[] = [];
-  /** Account tags whose rules the simulated policy holds; without its rule a tag reaches nothing (default deny). */
-  readonly accountRules = new Set<string>();
-  private readonly keys = new Map<string, { tags: string[]; expiresAt: Date; used: boolean }>();
+  readonly requests: KeyRequest[] = [];
+  private readonly keys = new Map<
+    string,
+    { id: string; accountId: string; kind: KeyKind; expiresAt: Date; used: boolean }
+  >();
   private readonly devices = new Map<string, SimulatedDevice>();
 
-  /** hostTags: the tags the host at a private-network IP joined with (the cloud simulator knows its account). */
+  /** hostTags: the tags the host at a private-network IP carries (the cloud simulator knows its account's tag). */
   constructor(private readonly hostTags: (hostIp: string) => string[] = () => []) {}
 
-  createAuthKey(request: AuthKeyRequest): Promise<AuthKey> {
+  createKey(request: KeyRequest): Promise<AuthKey> {
     this.requests.push(request);
-    const key = `tskey-auth-${randomBytes(6).toString("hex")}-${randomBytes(16).toString("hex")}`;
+    const id = `sim-${randomBytes(6).toString("hex")}`;
+    const key = `tskey-auth-${id.slice(4)}-${randomBytes(16).toString("hex")}`;
     const expiresAt = new Date(Date.now() + request.expirySeconds * 1000);
-    this.keys.set(key, { tags: [...request.tags], expiresAt, used: false });
-    return Promise.resolve({ key, expiresAt });
+    this.keys.set(key, { id, accountId: request.accountId, kind: request.kind, expiresAt, used: false });
+    return Promise.resolve({ id, key, expiresAt });
   }
 
-  ensureAccountAccess(accountTag: string): Promise<void> {
-    this.accountRules.add(accountTag);
-    return Promise.resolve();
-  }
-
-  liveKeys(tag: string): Promise<LiveKey[]> {
-    const now = Date.now();
+  usedKeys(accountId: string, keyIds: readonly string[]): Promise<Set<string>> {
+    const wanted = new Set(keyIds);
     return Promise.resolve(
-      [...this.keys.values()]
-        .filter((k) => !k.used && k.expiresAt.getTime() > now && k.tags.includes(tag))
-        .map((k) => ({ expiresAt: k.expiresAt, tags: [...k.tags] })),
+      new Set(
+        [...this.keys.values()]
+          .filter((k) => k.accountId === accountId && k.used && wanted.has(k.id))
+          .map((k) => k.id),
+      ),
     );
   }
 
-  /** A device joins with a key (single use, unexpired); it carries the key's tags. */
+  devicePresence(accountId: string): Promise<DevicePresence> {
+    const mine = [...this.devices.values()].filter((d) => d.accountId === accountId && d.kind === "device");
+    const lastSeen = Math.max(...mine.map((d) => (d.online ? Date.now() : d.lastSeenAt.getTime())));
+    return Promise.resolve({
+      online: mine.some((d) => d.online),
+      lastSeenAt: mine.length > 0 ? new Date(lastSeen) : null,
+      devices: mine.length,
+    });
+  }
+
+  removeHosts(accountId: string): Promise<void> {
+    for (const [id, device] of this.devices) {
+      if (device.accountId === accountId && device.kind === "host") this.devices.delete(id);
+    }
+    return Promise.resolve();
+  }
+
+  purgeAccount(accountId: string, keys: readonly AccountKeyRef[]): Promise<void> {
+    const revoked = new Set(keys.map((k) => k.id));
+    for (const [key, entry] of this.keys) {
+      if (entry.accountId === accountId && revoked.has(entry.id)) this.keys.delete(key);
+    }
+    for (const [id, device] of this.devices) if (device.accountId === accountId) this.devices.delete(id);
+    return Promise.resolve();
+  }
+
+  /** A device joins with a key (single use, unexpired); it belongs to the key's account. */
   join(key: string): SimulatedDevice {
     const entry = this.keys.get(key);
     if (!entry || entry.used || entry.expiresAt.getTime() <= Date.now()) throw new Error("invalid auth key");
     entry.used = true;
-    const device = { id: `dev-${randomBytes(4).toString("hex")}`, tags: entry.tags };
+    const device: SimulatedDevice = {
+      id: `dev-${randomBytes(4).toString("hex")}`,
+      accountId: entry.accountId,
+      kind: entry.kind,
+      online: true,
+      lastSeenAt: new Date(),
+    };
     this.devices.set(device.id, device);
     return device;
   }
 
-  /** The ACL: a device reaches a host only when they share an account tag whose rule is in the policy. */
+  /** The device goes offline (it stays a member until it logs out). */
+  disconnect(deviceId: string): void {
+    const device = this.devices.get(deviceId);
+    if (device) Object.assign(device, { online: false, lastSeenAt: new Date() });
+  }
+
+  /** `tailscale logout`: an ephemeral device (a player's) leaves the network at once. */
+  logout(deviceId: string): void {
+    const device = this.devices.get(deviceId);
+    if (device?.kind === "device") this.devices.delete(deviceId);
+    else this.disconnect(deviceId);
+  }
+
+  /** The policy: a device reaches a host only when both belong to the same account. */
   canReach(deviceId: string, hostIp: string): boolean {
     const device = this.devices.get(deviceId);
     if (!device) return false;
-    const host = this.hostTags(hostIp);
-    return device.tags.some(
-      (t) => t.startsWith(ACCOUNT_TAG_PREFIX) && this.accountRules.has(t) && host.includes(t),
-    );
+    return this.hostTags(hostIp).includes(accountNetworkTag(device.accountId));
   }
 }

@@ -1,8 +1,9 @@
 import { createHmac, randomInt } from "node:crypto";
-import { AppError, accountNetworkTag, metrics } from "@cgs/shared";
+import { AppError, metrics } from "@cgs/shared";
 import { findActiveSession, findLatestSession, savePinDigest } from "../data/session-repository";
 import type { SessionRow } from "../data/session-tables";
 import { syncDevicesQuietly } from "./devices";
+import { mintDeviceKey } from "./private-network-keys";
 import type { SessionsDomainDeps } from "./session-deps";
 import { statusView, toSessionStatus, type SessionStatus } from "./session-status";
 
@@ -98,38 +99,9 @@ export async function getConnectInfo(
 export async function createVpnKey(
   deps: SessionsDomainDeps,
   accountId: string,
-): Promise<{ key: string; expiresAt: string }> {
+): Promise<{ key: string; expiresAt: string; loginServer?: string }> {
   const session = await liveSession(deps, accountId);
-  const network = deps.settings.privateNetwork;
-  const accountTag = accountNetworkTag(accountId);
-  let live;
-  try {
-    // A launched host's own join key carries the account tag too; only device keys count against the limit.
-    live = (await deps.privateNetwork.liveKeys(accountTag)).filter((k) => !k.tags.includes(network.hostTag));
-  } catch (err) {
-    deps.logger.warn({ err, sessionId: session.id }, "private network did not list keys");
-    throw AppError.unavailable("The private network is unavailable; try again shortly", 5);
-  }
-  if (live.length >= network.maxLiveKeys) {
-    const soonest = Math.min(...live.map((k) => k.expiresAt.getTime()));
-    const wait = Math.max(1, Math.ceil((soonest - deps.clock.now().getTime()) / 1000));
-    throw AppError.rateLimited(
-      wait,
-      `At most ${network.maxLiveKeys} unused private-network keys per account; retry in ${wait} seconds`,
-    );
-  }
-  try {
-    await deps.privateNetwork.ensureAccountAccess(accountTag);
-    const key = await deps.privateNetwork.createAuthKey({
-      // The account tag is what the tailnet ACL matches: a device joined with it reaches only this account's host.
-      tags: [...network.keyTags, accountTag],
-      expirySeconds: network.keyTtlSeconds,
-      // Tailscale limits descriptions to 50 letters, digits and dashes.
-      description: `cgs-session-${session.id.slice(0, 8)}`,
-    });
-    return { key: key.key, expiresAt: key.expiresAt.toISOString() };
-  } catch (err) {
-    deps.logger.warn({ err, sessionId: session.id }, "private network refused to mint a key");
-    throw AppError.unavailable("The private network is unavailable; try again shortly", 5);
-  }
+  const key = await mintDeviceKey(deps, accountId, session.id);
+  const loginServer = deps.privateNetwork.loginServer;
+  return { key: key.key, expiresAt: key.expiresAt.toISOString(), ...(loginServer ? { loginServer } : {}) };
 }

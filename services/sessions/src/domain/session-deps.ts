@@ -61,7 +61,7 @@ export interface SessionSettings {
   idempotencyTtlHours: number;
   pairing: { attempts: number; retryDelayMs: number; pinTtlSeconds: number; pinHashSecret: string };
   streamingPort: number;
-  privateNetwork: { keyTags: readonly string[]; keyTtlSeconds: number; maxLiveKeys: number; hostTag: string };
+  privateNetwork: { keyTtlSeconds: number; maxLiveKeys: number };
   reconciler: ReconcilerSettings;
 }
 

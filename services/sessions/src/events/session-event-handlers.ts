@@ -3,6 +3,7 @@ import { requestVolumeDeletion, setCreditsStopAt } from "../data/session-reposit
 import type * as schema from "../data/schema";
 import type { SessionsDomainDeps } from "../domain/session-deps";
 import { answerMeteringAudit } from "../domain/metering-audit";
+import { purgeAccountNetwork } from "../domain/private-network-keys";
 import { requestStop } from "../domain/stop-session";
 
 /**
@@ -10,7 +11,7 @@ import { requestStop } from "../domain/stop-session";
  * instance itself is terminated by the reconciler, which sees the session in `stopping`.
  */
 export function sessionEventHandlers(
-  deps: Pick<SessionsDomainDeps, "events" | "clock">,
+  deps: Pick<SessionsDomainDeps, "events" | "clock" | "privateNetwork">,
 ): EventHandlers<typeof schema> {
   return {
     // Only the session billing ran out on: a newer one the player has since paid for keeps running.
@@ -26,6 +27,8 @@ export function sessionEventHandlers(
     "account.purge": async (event, tx) => {
       await requestStop(deps, tx, event.data.identityUserId, "account_deletion");
       await requestVolumeDeletion(tx, event.data.identityUserId);
+      // Its devices and hosts leave the private network now; the instance itself goes with the reconciler.
+      await purgeAccountNetwork(deps.privateNetwork, tx, event.data.identityUserId);
     },
   };
 }

@@ -9,6 +9,7 @@ import {
   loadOpenApiDocument,
   oidcSettings,
   startServer,
+  systemClock,
   type Closer,
   type RunningServer,
 } from "@cgs/shared";
@@ -25,7 +26,7 @@ import { loadGatewayConfig } from "../../../../gateway/src/config";
 import { closedPortUrl, gatewayTestEnv } from "../../../../test/harnesses/gateway-harness";
 import { createApp, type SessionsContext } from "../app";
 import type { TestClock } from "@cgs/shared/testing/clock";
-import type { SimulatedPrivateNetwork } from "../adapters/private-network";
+import type { PrivateNetwork, SimulatedPrivateNetwork } from "../adapters/private-network";
 import type { SimulatedCloudProvider } from "../adapters/simulated-cloud-provider";
 import type { SimulatedStreamingHost } from "../adapters/streaming-host";
 import { buildAdapters, domainDepsFor, reconcilerFor, startSessionsWorkers } from "../composition";
@@ -54,6 +55,8 @@ export interface HarnessOptions {
   hostAgents?: boolean;
   /** The use cases' clock (the play sweep, warnings); the system clock by default. */
   clock?: TestClock;
+  /** The private network to use instead of the simulator (e.g. a real Headscale's adapter). */
+  privateNetwork?: (db: SessionsDomainDeps["db"]) => PrivateNetwork;
 }
 
 export interface SessionsHarness {
@@ -66,6 +69,7 @@ export interface SessionsHarness {
   vault: StreamingCredentialVault;
   /** The host-report queue on moto (created on first use). */
   reportQueueUrl(): Promise<string>;
+  /** The private network in use: the simulator unless `options.privateNetwork` chose another. */
   privateNetwork: SimulatedPrivateNetwork;
   database: OpenedTestDatabase<typeof schema>;
   config: SessionsConfig;
@@ -168,7 +172,12 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
   const database = await openTestDatabase(options.db ?? "pglite", "sessions", { schema, migrationsFolder });
   closers.unshift(() => database.destroy());
   const logger = pino({ level: "silent" });
-  const adapters = buildAdapters(config, database.db, logger);
+  const adapters = buildAdapters(
+    config,
+    database.db,
+    logger,
+    options.privateNetwork ? { privateNetwork: options.privateNetwork(database.db) } : {},
+  );
   const cloud = adapters.simulator!.cloud;
   const streamingHost = adapters.simulator!.streamingHost!;
   const privateNetwork = adapters.privateNetwork as SimulatedPrivateNetwork;
