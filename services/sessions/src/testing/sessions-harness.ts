@@ -9,7 +9,6 @@ import {
   loadOpenApiDocument,
   oidcSettings,
   startServer,
-  systemClock,
   type Closer,
   type RunningServer,
 } from "@cgs/shared";
