@@ -1,5 +1,6 @@
 import { loadConfig } from "@cgs/shared/dist/config";
-import { HostAgent, type AgentLogger } from "./agent/host-agent";
+import { HostAgent, type AgentLogger, type AgentRole } from "./agent/host-agent";
+import { startAssignmentServer } from "./adapters/assignment-server";
 import { CertificateFile, HttpSunshineProbe, ImdsIdentity, StaticIdentity } from "./adapters/host-probes";
 import { SqsReportSink } from "./adapters/sqs-report-sink";
 import { ProcNetClientDetector } from "./adapters/streaming-client-detector";
@@ -17,7 +18,7 @@ const logger: AgentLogger & { error(obj: object, msg: string): void } = {
     console.log(JSON.stringify({ level: "error", time: new Date().toISOString(), msg, ...obj })),
 };
 
-function main(): void {
+async function main(): Promise<void> {
   let config;
   try {
     config = loadConfig(agentConfigSchema);
@@ -29,10 +30,27 @@ function main(): void {
     region: config.AWS_REGION,
     endpoint: config.AWS_ENDPOINT_URL,
   });
+  const agentKey = Buffer.from(config.CGS_AGENT_KEY, "base64url");
+  // A pool instance waits, pre-booted, for a session: it reports as standby and serves its assignment endpoint.
+  let role: AgentRole;
+  let assignment: { close(): Promise<void> } | undefined;
+  if (config.CGS_POOL_ID) {
+    const server = await startAssignmentServer({
+      port: config.CGS_ASSIGN_PORT,
+      poolKey: agentKey,
+      tlsDir: config.CGS_ASSIGN_TLS_DIR,
+      spoolFile: config.CGS_ASSIGN_SPOOL,
+      logger,
+    });
+    assignment = server;
+    role = { kind: "standby", poolId: config.CGS_POOL_ID, assignCertSha256: server.certSha256 };
+  } else {
+    role = { kind: "session", sessionId: config.CGS_SESSION_ID! };
+  }
   const agent = new HostAgent(
     {
-      sessionId: config.CGS_SESSION_ID,
-      agentKey: Buffer.from(config.CGS_AGENT_KEY, "base64url"),
+      role,
+      agentKey,
       reportIntervalMs: config.CGS_REPORT_INTERVAL_MS,
       sampleIntervalMs: config.CGS_SAMPLE_INTERVAL_MS,
       inputResumedAfterMs: config.CGS_INPUT_RESUMED_AFTER_MS,
@@ -61,17 +79,23 @@ function main(): void {
       logger,
     },
   );
-  logger.info({ sessionId: config.CGS_SESSION_ID, version: AGENT_VERSION }, "host agent started");
+  logger.info({ ...role, version: AGENT_VERSION }, "host agent started");
   const running = agent.run();
   const stop = (signal: string) => {
     logger.info({ signal }, "host agent stopping");
-    void running.stop().then(() => {
-      sink.close();
-      process.exit(0);
-    });
+    void running
+      .stop()
+      .then(() => assignment?.close())
+      .then(() => {
+        sink.close();
+        process.exit(0);
+      });
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
 }
 
-main();
+main().catch((err: unknown) => {
+  logger.error({ err: String(err) }, "host agent could not start");
+  process.exit(1);
+});

@@ -8,6 +8,7 @@ export default defineConfig({
     "./src/data/streaming-credential-tables.ts",
     "./src/data/device-tables.ts",
     "./src/data/private-network-tables.ts",
+    "./src/data/pool-tables.ts",
   ],
   out: "./drizzle",
 });

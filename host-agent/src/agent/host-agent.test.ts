@@ -52,7 +52,7 @@ describe("the host agent reports play to the platform's queue", () => {
   });
 
   const settings = (overrides: Partial<HostAgentSettings> = {}): HostAgentSettings => ({
-    sessionId,
+    role: { kind: "session", sessionId },
     agentKey: key,
     reportIntervalMs: 60_000,
     sampleIntervalMs: 100,
@@ -92,13 +92,31 @@ describe("the host agent reports play to the platform's queue", () => {
     expect(result).toEqual({ reported: "first report", delivered: true });
     const [report] = await received();
     expect(report).toMatchObject({
+      kind: "session",
       instanceId: "i-0123456789abcdef0",
       sessionId,
+      poolId: null,
+      assignCertSha256: null,
       clientsConnected: 0,
       sunshineAnswers: true,
       certSha256: "ab".repeat(32),
     });
     expect(Date.now() - Date.parse(report!.lastInputAt!)).toBeGreaterThanOrEqual(0);
+  });
+
+  it("when it waits in a pool, then its reports name the pool slot and its assignment endpoint's certificate, never a session, signed with the slot's key", async () => {
+    const poolId = randomUUID();
+    const agent = agentFor(`http://${MOTO.host}:${MOTO.port}`, {
+      role: { kind: "standby", poolId, assignCertSha256: "cd".repeat(32) },
+    });
+    await agent.tick();
+    const [report] = await received();
+    expect(report).toMatchObject({
+      kind: "standby",
+      poolId,
+      sessionId: null,
+      assignCertSha256: "cd".repeat(32),
+    });
   });
 
   it("when nothing changes, then nothing is sent before the report interval, and a report once it has passed", async () => {

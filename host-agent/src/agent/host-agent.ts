@@ -37,9 +37,18 @@ export interface AgentLogger {
   warn(obj: object, msg: string): void;
 }
 
+/** Whom the agent speaks for: the session it serves, or (a pre-booted pool instance) the pool slot it waits in. */
+export type AgentRole =
+  | { kind: "session"; sessionId: string }
+  | {
+      kind: "standby";
+      poolId: string;
+      /** Its assignment endpoint's certificate, for the platform to pin. */ assignCertSha256: string;
+    };
+
 export interface HostAgentSettings {
-  sessionId: string;
-  /** The session's own signing key (32 bytes), from /etc/cgs/agent.env. */
+  role: AgentRole;
+  /** The session's (or the pool slot's) own signing key (32 bytes), from /etc/cgs/agent.env. */
   agentKey: Buffer;
   /** A report at least this often, whether or not anything changed. */
   reportIntervalMs: number;
@@ -169,9 +178,12 @@ export class HostAgent {
     this.instanceId ??= await this.deps.identity.instanceId();
     // Strictly growing across restarts too: the platform ignores a report not newer than the last it took.
     this.seq = Math.max(this.seq + 1, this.now());
+    const { role } = this.settings;
     const report: HostReport = {
+      kind: role.kind,
       instanceId: this.instanceId,
-      sessionId: this.settings.sessionId,
+      sessionId: role.kind === "session" ? role.sessionId : null,
+      poolId: role.kind === "standby" ? role.poolId : null,
       seq: this.seq,
       sentAt: new Date(this.now()).toISOString(),
       observedAt: new Date(observation.at).toISOString(),
@@ -180,6 +192,7 @@ export class HostAgent {
         observation.idleMs === null ? null : new Date(observation.at - observation.idleMs).toISOString(),
       sunshineAnswers: observation.sunshineAnswers,
       certSha256: observation.certSha256,
+      assignCertSha256: role.kind === "standby" ? role.assignCertSha256 : null,
       agentVersion: this.settings.agentVersion,
     };
     this.pending = { body: JSON.stringify(signHostReport(report, this.settings.agentKey)), seq: this.seq };

@@ -169,7 +169,7 @@ export function buildAdapters(
     billing: createBillingClient({ baseUrl: config.BILLING_URL, timeoutMs }),
     ...(simulatedCloud ? { simulator: { cloud: simulatedCloud, streamingHost: simulatedHost } } : {}),
     vault,
-    agentKey: (sessionId) => vault.agentKey(sessionId),
+    agentKey: vault.agentKeys,
     reportQueueUrl,
   };
 }

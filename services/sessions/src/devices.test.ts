@@ -107,8 +107,10 @@ describe("paired devices", () => {
     const at = new Date().toISOString();
     const report = signHostReport(
       {
+        kind: "session",
         instanceId: running.instanceId,
         sessionId: row!.id,
+        poolId: null,
         seq: 1,
         sentAt: at,
         observedAt: at,
@@ -116,13 +118,12 @@ describe("paired devices", () => {
         lastInputAt: at,
         sunshineAnswers: true,
         certSha256: "ef".repeat(32),
+        assignCertSha256: null,
         agentVersion: "test",
       },
       h.vault.agentKey(row!.id),
     );
-    expect(await ingestHostReports(h.deps, (id) => h.vault.agentKey(id), [JSON.stringify(report)])).toEqual([
-      "applied",
-    ]);
+    expect(await ingestHostReports(h.deps, h.vault.agentKeys, [JSON.stringify(report)])).toEqual(["applied"]);
     const [device] = await devices(acct);
     expect(device!.lastUsedAt).not.toBeNull();
     expect(Math.abs(Date.parse(device!.lastUsedAt!) - Date.now())).toBeLessThan(10_000);

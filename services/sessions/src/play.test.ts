@@ -189,8 +189,10 @@ describe("warnings that Keep playing can and cannot postpone", () => {
   ): string {
     const at = clock.now().toISOString();
     const body: HostReport = {
+      kind: "session",
       instanceId,
       sessionId,
+      poolId: null,
       seq,
       sentAt: at,
       observedAt: at,
@@ -198,13 +200,14 @@ describe("warnings that Keep playing can and cannot postpone", () => {
       lastInputAt: at,
       sunshineAnswers: true,
       certSha256: "cd".repeat(32),
+      assignCertSha256: null,
       agentVersion: "test",
       ...fields,
     };
     return JSON.stringify(signHostReport(body, h.vault.agentKey(sessionId)));
   }
 
-  const ingest = (...bodies: string[]) => ingestHostReports(h.deps, (id) => h.vault.agentKey(id), bodies);
+  const ingest = (...bodies: string[]) => ingestHostReports(h.deps, h.vault.agentKeys, bodies);
 
   it("when a session reaches its maximum length, then poll warns, Keep playing adds one extension, and it then stops as max_length", async () => {
     const acct = account();

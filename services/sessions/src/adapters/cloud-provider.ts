@@ -31,6 +31,23 @@ export interface HostAgentLaunch {
   region: string;
 }
 
+/** A pool instance's launch: no session yet; its agent waits in standby under the pool slot's key. */
+export interface PoolLaunchRequest {
+  poolId: string;
+  availabilityZone: string;
+  /** The pool slot's signing key (base64url) and where the standby agent reports (added by the credential wrapper). */
+  hostAgent?: HostAgentLaunch;
+}
+
+/** An instance launched for the pool (tagged with its slot), in whatever state it is. */
+export interface PoolInstance {
+  instanceId: string;
+  poolId: string;
+  state: InstanceState;
+  publicIp: string | null;
+  privateIp: string | null;
+}
+
 export interface CreateVolumeRequest {
   accountId: string;
   sizeGb: number;
@@ -69,4 +86,17 @@ export interface CloudProvider {
   attachVolume(volumeId: string, instanceId: string): Promise<void>;
   /** Idempotent: deleting a volume that is already gone succeeds. */
   deleteVolume(volumeId: string): Promise<void>;
+
+  // ---------- capacity pools ----------
+
+  /** Launches an instance for a pool slot (tagged with it, no session); idempotent per poolId. */
+  launchPoolInstance(request: PoolLaunchRequest): Promise<{ instanceId: string }>;
+  /** Every not-terminated instance tagged with a pool slot (claimed ones carry a session tag as well). */
+  describePoolInstances(): Promise<{ instances: PoolInstance[]; calls: number }>;
+  /** Stops a running instance (a warm pool instance keeps its booted root volume). */
+  stopInstance(instanceId: string): Promise<void>;
+  /** Starts a stopped instance. */
+  startInstance(instanceId: string): Promise<void>;
+  /** Makes a pool instance the session's: its account and session tags (describe by session then finds it). */
+  claimInstance(instanceId: string, owner: { sessionId: string; accountId: string }): Promise<void>;
 }

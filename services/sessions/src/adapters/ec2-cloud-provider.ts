@@ -1,10 +1,13 @@
 import {
   AttachVolumeCommand,
+  CreateTagsCommand,
   CreateVolumeCommand,
   DeleteVolumeCommand,
   DescribeInstancesCommand,
   EC2Client,
   RunInstancesCommand,
+  StartInstancesCommand,
+  StopInstancesCommand,
   TerminateInstancesCommand,
   type Instance,
   type RunInstancesCommandInput,
@@ -20,6 +23,8 @@ import {
   type DescribeResult,
   type InstanceState,
   type LaunchRequest,
+  type PoolInstance,
+  type PoolLaunchRequest,
 } from "./cloud-provider";
 
 export interface Ec2Settings {
@@ -44,14 +49,17 @@ export interface Ec2Settings {
  * boot unit joins the private network with, and its host agent's session, signing key and report queue (all read
  * by the image's boot units; files 0600, root only).
  */
-export function streamingUserData(request: LaunchRequest): string {
+export function streamingUserData(request: LaunchRequest | PoolLaunchRequest): string {
   const file = (path: string, content: string) => [
     `  - path: ${path}`,
     "    permissions: '0600'",
     "    encoding: b64",
     `    content: ${Buffer.from(content).toString("base64")}`,
   ];
-  const { streamingCredentials: credentials, privateNetworkKey, hostAgent } = request;
+  const session = "sessionId" in request ? request : undefined;
+  const { hostAgent } = request;
+  const credentials = session?.streamingCredentials;
+  const privateNetworkKey = session?.privateNetworkKey;
   const cloudConfig = [
     "#cloud-config",
     "write_files:",
@@ -65,8 +73,8 @@ export function streamingUserData(request: LaunchRequest): string {
       ? file(
           "/etc/cgs/tailscale.env",
           `TS_AUTHKEY=${privateNetworkKey}\n` +
-            (request.privateNetworkLoginServer
-              ? `TS_LOGIN_SERVER=${request.privateNetworkLoginServer}\n`
+            (session?.privateNetworkLoginServer
+              ? `TS_LOGIN_SERVER=${session.privateNetworkLoginServer}\n`
               : ""),
         )
       : []),
@@ -74,7 +82,10 @@ export function streamingUserData(request: LaunchRequest): string {
       ? file(
           "/etc/cgs/agent.env",
           [
-            `CGS_SESSION_ID=${request.sessionId}`,
+            // A pool instance waits in standby under its slot until a session claims it.
+            session
+              ? `CGS_SESSION_ID=${session.sessionId}`
+              : `CGS_POOL_ID=${(request as PoolLaunchRequest).poolId}`,
             `CGS_AGENT_KEY=${hostAgent.key}`,
             `CGS_REPORT_QUEUE_URL=${hostAgent.reportQueueUrl}`,
             `AWS_REGION=${hostAgent.region}`,
@@ -129,6 +140,7 @@ export class Ec2CloudProvider implements CloudProvider {
   private readonly sessionTag: string;
   private readonly accountTag: string;
   private readonly managedTag: string;
+  private readonly poolTag: string;
 
   constructor(
     private readonly settings: Ec2Settings,
@@ -138,6 +150,7 @@ export class Ec2CloudProvider implements CloudProvider {
     this.sessionTag = `${settings.tagPrefix}:session-id`;
     this.accountTag = `${settings.tagPrefix}:account-id`;
     this.managedTag = `${settings.tagPrefix}:managed-by`;
+    this.poolTag = `${settings.tagPrefix}:pool-id`;
   }
 
   private tags(accountId: string, sessionId?: string): Tag[] {
@@ -149,16 +162,40 @@ export class Ec2CloudProvider implements CloudProvider {
   }
 
   async launchInstance(request: LaunchRequest): Promise<{ instanceId: string }> {
+    return this.runInstance(
+      request,
+      request.sessionId,
+      this.tags(request.accountId, request.sessionId),
+      request.streamingCredentials || request.hostAgent ? streamingUserData(request) : undefined,
+    );
+  }
+
+  async launchPoolInstance(request: PoolLaunchRequest): Promise<{ instanceId: string }> {
+    return this.runInstance(
+      request,
+      `pool-${request.poolId}`,
+      [
+        { Key: this.poolTag, Value: request.poolId },
+        { Key: this.managedTag, Value: "sessions" },
+      ],
+      request.hostAgent ? streamingUserData(request) : undefined,
+    );
+  }
+
+  private async runInstance(
+    request: { availabilityZone: string },
+    clientToken: string,
+    tags: Tag[],
+    userData: string | undefined,
+  ): Promise<{ instanceId: string }> {
     const s = this.settings;
     const input: RunInstancesCommandInput = {
       MinCount: 1,
       MaxCount: 1,
-      // EC2's own idempotency: a retried launch for the same session returns the same instance.
-      ClientToken: request.sessionId,
+      // EC2's own idempotency: a retried launch for the same session (or pool slot) returns the same instance.
+      ClientToken: clientToken,
       Placement: { AvailabilityZone: request.availabilityZone },
-      TagSpecifications: [
-        { ResourceType: "instance", Tags: this.tags(request.accountId, request.sessionId) },
-      ],
+      TagSpecifications: [{ ResourceType: "instance", Tags: tags }],
       ...(s.launchTemplate
         ? {
             LaunchTemplate: s.launchTemplate.startsWith("lt-")
@@ -166,7 +203,7 @@ export class Ec2CloudProvider implements CloudProvider {
               : { LaunchTemplateName: s.launchTemplate, Version: s.launchTemplateVersion },
           }
         : { ImageId: s.amiId, InstanceType: s.instanceType as RunInstancesCommandInput["InstanceType"] }),
-      ...(request.streamingCredentials || request.hostAgent ? { UserData: streamingUserData(request) } : {}),
+      ...(userData ? { UserData: userData } : {}),
       ...(s.subnetId ? { SubnetId: s.subnetId } : {}),
       ...(s.securityGroupIds && s.securityGroupIds.length > 0
         ? { SecurityGroupIds: s.securityGroupIds }
@@ -279,5 +316,66 @@ export class Ec2CloudProvider implements CloudProvider {
     } catch (err) {
       if (!NOT_FOUND_CODES.has(errorCode(err))) throw err;
     }
+  }
+
+  // ---------- capacity pools ----------
+
+  async describePoolInstances(): Promise<{ instances: PoolInstance[]; calls: number }> {
+    const instances: PoolInstance[] = [];
+    let calls = 0;
+    let nextToken: string | undefined;
+    do {
+      const out = await this.ec2.send(
+        new DescribeInstancesCommand({
+          Filters: [
+            { Name: "tag-key", Values: [this.poolTag] },
+            { Name: "instance-state-name", Values: ["pending", "running", "stopping", "stopped"] },
+          ],
+          MaxResults: this.settings.pageSize,
+          NextToken: nextToken,
+        }),
+      );
+      calls += 1;
+      for (const reservation of out.Reservations ?? []) {
+        for (const instance of reservation.Instances ?? []) {
+          const poolId = tagValue(instance.Tags, this.poolTag);
+          if (!instance.InstanceId || !poolId) continue;
+          instances.push({
+            instanceId: instance.InstanceId,
+            poolId,
+            state: (instance.State?.Name ?? "pending") as InstanceState,
+            publicIp: instance.PublicIpAddress ?? null,
+            privateIp: instance.PrivateIpAddress ?? null,
+          });
+        }
+      }
+      nextToken = out.NextToken || undefined;
+    } while (nextToken);
+    return { instances, calls };
+  }
+
+  async stopInstance(instanceId: string): Promise<void> {
+    await this.ec2.send(new StopInstancesCommand({ InstanceIds: [instanceId] }));
+  }
+
+  async startInstance(instanceId: string): Promise<void> {
+    try {
+      await this.ec2.send(new StartInstancesCommand({ InstanceIds: [instanceId] }));
+    } catch (err) {
+      const code = errorCode(err);
+      if (CAPACITY_ERROR_CODES.has(code)) {
+        throw new CloudCapacityError(
+          `The region ${this.region} has no capacity to start ${instanceId}`,
+          code,
+        );
+      }
+      throw err;
+    }
+  }
+
+  async claimInstance(instanceId: string, owner: { sessionId: string; accountId: string }): Promise<void> {
+    await this.ec2.send(
+      new CreateTagsCommand({ Resources: [instanceId], Tags: this.tags(owner.accountId, owner.sessionId) }),
+    );
   }
 }

@@ -5,34 +5,62 @@ import {
   type CloudProvider,
   type CreateVolumeRequest,
   type DescribeResult,
+  type InstanceState,
   type LaunchRequest,
+  type PoolInstance,
+  type PoolLaunchRequest,
 } from "./cloud-provider";
 import type { StreamingCredentials } from "../domain/streaming-credentials";
 import { accountNetworkTag } from "@cgs/shared";
 import type { SimulatedHosts } from "./simulated-hosts";
 import type { HostClient } from "./streaming-host";
 
-export interface SimulatorSettings {
+/** How long things take in the simulated cloud, as on EC2 (each instance gets its own jitter around them). */
+export interface SimulatorTimings {
+  /** A cold launch until the instance is running. */
+  bootDelayMs: number;
+  /** A stopped instance started again until it is running. */
+  startDelayMs: number;
+  /** A running instance stopped until it is stopped. */
+  stopDelayMs: number;
+  /** Each instance's times are scaled by a factor drawn from 1 ± jitter. */
+  jitter: number;
+}
+
+export interface SimulatorSettings extends Partial<SimulatorTimings> {
   region: string;
-  /** Time from launch until the instance is running. */
+  /** A cold launch until the instance is running. */
   bootDelayMs: number;
   /** Instances per describe page. */
   pageSize: number;
   now?: () => number;
-  /** Runs each instance's host agent from the end of its boot until it is terminated or lost. */
+  /** Draws the jitter (Math.random unless a benchmark seeds it). */
+  random?: () => number;
+  /** Runs each instance's host agent from the end of its boot until it is stopped, terminated or lost. */
   hosts?: SimulatedHosts;
+  /**
+   * Boot the hosts' agents on timers (npm start, tests). Off, a caller that drives a simulated clock boots the due
+   * ones with `bootDueHosts()`.
+   */
+  realTime?: boolean;
 }
 
 interface SimInstance {
   instanceId: string;
-  sessionId: string;
-  accountId: string;
+  sessionId: string | null;
+  accountId: string | null;
+  poolId: string | null;
   launchedAt: number;
+  /** The latest stop and start requests (an instance may be stopped and started many times). */
+  stoppedAt?: number;
+  startedAt?: number;
+  jitter: number;
   terminated: boolean;
   lost: boolean;
   publicIp: string;
   privateIp: string;
   streamingCredentials?: StreamingCredentials;
+  launch: LaunchRequest | PoolLaunchRequest;
 }
 
 export interface SimVolume {
@@ -52,6 +80,8 @@ export interface CloudCallCounts {
   createVolume: number;
   attachVolume: number;
   deleteVolume: number;
+  stop: number;
+  start: number;
 }
 
 const hex = (bytes: number) => randomBytes(bytes).toString("hex");
@@ -69,9 +99,14 @@ export class SimulatedCloudProvider implements CloudProvider {
     createVolume: 0,
     attachVolume: 0,
     deleteVolume: 0,
+    stop: 0,
+    start: 0,
   };
   private readonly instances = new Map<string, SimInstance>();
   private readonly boots = new Map<string, NodeJS.Timeout>();
+  /** Agents to boot at a time, when the caller drives the clock (realTime off). */
+  private readonly dueBoots = new Map<string, number>();
+  private readonly byPool = new Map<string, SimInstance>();
   private readonly bySession = new Map<string, SimInstance>();
   readonly volumes = new Map<string, SimVolume>();
   private capacityFailures = 0;
@@ -79,9 +114,29 @@ export class SimulatedCloudProvider implements CloudProvider {
   private ipCounter = 0;
   private readonly now: () => number;
 
+  private readonly random: () => number;
+
   constructor(private readonly settings: SimulatorSettings) {
     this.region = settings.region;
     this.now = settings.now ?? Date.now;
+    this.random = settings.random ?? Math.random;
+  }
+
+  private timing(instance: SimInstance, ms: number | undefined): number {
+    return (ms ?? 0) * instance.jitter;
+  }
+
+  /** Where the instance is now, from its launch, its latest stop and start, and the simulator's timings. */
+  private stateOf(i: SimInstance): InstanceState {
+    if (i.terminated) return "terminated";
+    const now = this.now();
+    if (i.stoppedAt !== undefined && (i.startedAt === undefined || i.startedAt < i.stoppedAt)) {
+      return now - i.stoppedAt < this.timing(i, this.settings.stopDelayMs) ? "stopping" : "stopped";
+    }
+    if (i.startedAt !== undefined) {
+      return now - i.startedAt < this.timing(i, this.settings.startDelayMs) ? "pending" : "running";
+    }
+    return now - i.launchedAt < this.timing(i, this.settings.bootDelayMs) ? "pending" : "running";
   }
 
   // ---------- fault injection ----------
@@ -113,13 +168,44 @@ export class SimulatedCloudProvider implements CloudProvider {
   private shutdownHost(instanceId: string): void {
     clearTimeout(this.boots.get(instanceId));
     this.boots.delete(instanceId);
+    this.dueBoots.delete(instanceId);
     void this.settings.hosts?.shutdown(instanceId);
+  }
+
+  /** The instance's agent comes up when it is running again: on a timer, or when the caller's clock gets there. */
+  private scheduleHostBoot(instance: SimInstance, afterMs: number): void {
+    const hosts = this.settings.hosts;
+    if (!hosts || !instance.launch.hostAgent) return;
+    this.shutdownHost(instance.instanceId);
+    if (this.settings.realTime === false) {
+      this.dueBoots.set(instance.instanceId, this.now() + afterMs);
+      return;
+    }
+    const boot = setTimeout(() => {
+      this.boots.delete(instance.instanceId);
+      hosts.boot(instance.instanceId, instance.privateIp, instance.launch);
+    }, afterMs);
+    boot.unref();
+    this.boots.set(instance.instanceId, boot);
+  }
+
+  /** Boots the agents whose instance is up by now (a caller driving a simulated clock). */
+  bootDueHosts(): void {
+    const hosts = this.settings.hosts;
+    if (!hosts) return;
+    for (const [instanceId, at] of this.dueBoots) {
+      if (at > this.now()) continue;
+      this.dueBoots.delete(instanceId);
+      const instance = this.instances.get(instanceId);
+      if (instance) hosts.boot(instanceId, instance.privateIp, instance.launch);
+    }
   }
 
   /** Stops every simulated host's agent (the service is shutting down). */
   async close(): Promise<void> {
     for (const timer of this.boots.values()) clearTimeout(timer);
     this.boots.clear();
+    this.dueBoots.clear();
     await this.settings.hosts?.closeAll();
   }
 
@@ -134,6 +220,39 @@ export class SimulatedCloudProvider implements CloudProvider {
 
   instanceCount(): number {
     return [...this.instances.values()].filter((i) => !i.terminated && !i.lost).length;
+  }
+
+  /** Instances by state (lost ones left out): what a bill for instance hours would count. */
+  instanceStates(): Map<InstanceState, number> {
+    const counts = new Map<InstanceState, number>();
+    for (const i of this.instances.values()) {
+      if (i.lost) continue;
+      const state = this.stateOf(i);
+      counts.set(state, (counts.get(state) ?? 0) + 1);
+    }
+    return counts;
+  }
+
+  private newInstance(
+    launch: LaunchRequest | PoolLaunchRequest,
+    owner: Pick<SimInstance, "sessionId" | "accountId" | "poolId">,
+  ): SimInstance {
+    this.ipCounter += 1;
+    const n = this.ipCounter;
+    const jitter = this.settings.jitter ?? 0;
+    const instance: SimInstance = {
+      instanceId: `i-${hex(8)}${hex(1).slice(0, 1)}`,
+      ...owner,
+      launchedAt: this.now(),
+      jitter: 1 + (this.random() * 2 - 1) * jitter,
+      terminated: false,
+      lost: false,
+      publicIp: `198.18.${(n >> 8) & 255}.${n & 255}`,
+      privateIp: `100.64.${(n >> 8) & 255}.${n & 255}`,
+      launch,
+    };
+    this.instances.set(instance.instanceId, instance);
+    return instance;
   }
 
   // ---------- CloudProvider ----------
@@ -151,37 +270,21 @@ export class SimulatedCloudProvider implements CloudProvider {
         ),
       );
     }
-    this.ipCounter += 1;
-    const n = this.ipCounter;
-    const instance: SimInstance = {
-      instanceId: `i-${hex(8)}${hex(1).slice(0, 1)}`,
+    const instance = this.newInstance(request, {
       sessionId: request.sessionId,
       accountId: request.accountId,
-      launchedAt: this.now(),
-      terminated: false,
-      lost: false,
-      publicIp: `198.18.${(n >> 8) & 255}.${n & 255}`,
-      privateIp: `100.64.${(n >> 8) & 255}.${n & 255}`,
-      ...(request.streamingCredentials ? { streamingCredentials: { ...request.streamingCredentials } } : {}),
-    };
-    this.instances.set(instance.instanceId, instance);
+      poolId: null,
+    });
+    if (request.streamingCredentials) instance.streamingCredentials = { ...request.streamingCredentials };
     this.bySession.set(request.sessionId, instance);
-    const hosts = this.settings.hosts;
-    if (hosts && request.hostAgent) {
-      const boot = setTimeout(() => {
-        this.boots.delete(instance.instanceId);
-        hosts.boot(instance.instanceId, instance.privateIp, request);
-      }, this.settings.bootDelayMs);
-      boot.unref();
-      this.boots.set(instance.instanceId, boot);
-    }
+    this.scheduleHostBoot(instance, this.timing(instance, this.settings.bootDelayMs));
     return Promise.resolve({ instanceId: instance.instanceId });
   }
 
   /** The private-network tags the live instance at this IP joined with: its account's tag. */
   hostTags(privateIp: string): string[] {
     for (const i of this.instances.values()) {
-      if (i.privateIp === privateIp && !i.terminated) return [accountNetworkTag(i.accountId)];
+      if (i.privateIp === privateIp && !i.terminated && i.accountId) return [accountNetworkTag(i.accountId)];
     }
     return [];
   }
@@ -224,7 +327,7 @@ export class SimulatedCloudProvider implements CloudProvider {
 
   listManagedInstances(): Promise<DescribeResult> {
     const found = [...this.instances.values()]
-      .filter((i) => !i.terminated && !i.lost)
+      .filter((i) => !i.terminated && !i.lost && i.sessionId !== null)
       .map((i) => this.toCloudInstance(i));
     const calls = Math.max(1, Math.ceil(found.length / this.settings.pageSize));
     this.calls.describe += calls;
@@ -269,15 +372,109 @@ export class SimulatedCloudProvider implements CloudProvider {
   }
 
   private toCloudInstance(i: SimInstance): CloudInstance {
-    const running = this.now() - i.launchedAt >= this.settings.bootDelayMs;
-    const state = i.terminated ? "terminated" : running ? "running" : "pending";
+    const state = this.stateOf(i);
     return {
       instanceId: i.instanceId,
-      sessionId: i.sessionId,
-      accountId: i.accountId,
+      sessionId: i.sessionId ?? "",
+      accountId: i.accountId ?? "",
       state,
       publicIp: state === "running" ? i.publicIp : null,
       privateIp: state === "running" ? i.privateIp : null,
     };
+  }
+
+  // ---------- capacity pools ----------
+
+  launchPoolInstance(request: PoolLaunchRequest): Promise<{ instanceId: string }> {
+    this.calls.launch += 1;
+    const existing = this.byPool.get(request.poolId);
+    if (existing) return Promise.resolve({ instanceId: existing.instanceId });
+    if (this.capacityExhausted) {
+      return Promise.reject(
+        new CloudCapacityError(
+          `The region ${this.region} is out of capacity`,
+          "InsufficientInstanceCapacity",
+        ),
+      );
+    }
+    const instance = this.newInstance(request, { sessionId: null, accountId: null, poolId: request.poolId });
+    this.byPool.set(request.poolId, instance);
+    this.scheduleHostBoot(instance, this.timing(instance, this.settings.bootDelayMs));
+    return Promise.resolve({ instanceId: instance.instanceId });
+  }
+
+  describePoolInstances(): Promise<{ instances: PoolInstance[]; calls: number }> {
+    const instances = [...this.byPool.values()]
+      .filter((i) => !i.terminated && !i.lost)
+      .map((i) => {
+        const state = this.stateOf(i);
+        return {
+          instanceId: i.instanceId,
+          poolId: i.poolId!,
+          state,
+          publicIp: state === "running" ? i.publicIp : null,
+          // EC2 keeps a stopped instance's private address; its public one goes.
+          privateIp: state === "terminated" ? null : i.privateIp,
+        };
+      });
+    const calls = Math.max(1, Math.ceil(instances.length / this.settings.pageSize));
+    this.calls.describe += calls;
+    return Promise.resolve({ instances, calls });
+  }
+
+  private live(instanceId: string): SimInstance {
+    const instance = this.instances.get(instanceId);
+    if (!instance || instance.terminated || instance.lost) {
+      throw new Error(`instance ${instanceId} does not exist`);
+    }
+    return instance;
+  }
+
+  stopInstance(instanceId: string): Promise<void> {
+    this.calls.stop += 1;
+    try {
+      const instance = this.live(instanceId);
+      if (this.stateOf(instance) !== "running") throw new Error(`instance ${instanceId} is not running`);
+      instance.stoppedAt = this.now();
+      this.shutdownHost(instanceId);
+      return Promise.resolve();
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
+
+  startInstance(instanceId: string): Promise<void> {
+    this.calls.start += 1;
+    try {
+      const instance = this.live(instanceId);
+      if (this.stateOf(instance) !== "stopped") throw new Error(`instance ${instanceId} is not stopped`);
+      instance.startedAt = this.now();
+      this.scheduleHostBoot(instance, this.timing(instance, this.settings.startDelayMs));
+      return Promise.resolve();
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
+
+  claimInstance(instanceId: string, owner: { sessionId: string; accountId: string }): Promise<void> {
+    try {
+      const instance = this.live(instanceId);
+      instance.sessionId = owner.sessionId;
+      instance.accountId = owner.accountId;
+      this.bySession.set(owner.sessionId, instance);
+      return Promise.resolve();
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
+
+  /** The session's credentials reach a claimed pool instance with its assignment (what Sunshine then accepts). */
+  installCredentials(instanceId: string, credentials: StreamingCredentials): void {
+    const instance = this.instances.get(instanceId);
+    if (instance) instance.streamingCredentials = { ...credentials };
+  }
+
+  privateIpOf(instanceId: string): string | undefined {
+    return this.instances.get(instanceId)?.privateIp;
   }
 }

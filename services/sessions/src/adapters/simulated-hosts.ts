@@ -1,6 +1,14 @@
 import { randomBytes } from "node:crypto";
-import { AGENT_VERSION, HostAgent, SqsReportSink, type AgentLogger } from "@cgs/host-agent";
-import type { LaunchRequest } from "./cloud-provider";
+import {
+  AGENT_VERSION,
+  HostAgent,
+  SqsReportSink,
+  type AgentLogger,
+  type AgentRole,
+  type Assignment,
+  type ReportSink,
+} from "@cgs/host-agent";
+import type { LaunchRequest, PoolLaunchRequest } from "./cloud-provider";
 
 export interface SimulatedHostSettings {
   region: string;
@@ -12,14 +20,22 @@ export interface SimulatedHostSettings {
   sunshineAnswers(hostIp: string): boolean;
   /** A pretend client connecting finishes a pairing the host is waiting for (the streaming-host simulator). */
   clientConnected?(hostIp: string): void;
+  /** A standby host took a session: its credentials are installed and Sunshine comes up (the simulators). */
+  assigned?(instanceId: string, hostIp: string, assignment: Assignment): void;
+  /** Where reports go: SQS (the queue the launch names) unless a benchmark hands them over in process. */
+  sink?: (queueUrl: string) => ReportSink & { close?(): void };
+  /** Run the agents on their own timers (npm start, tests); off, a caller drives them with `tickAll()`. */
+  realTime?: boolean;
+  now?: () => number;
   logger?: AgentLogger;
 }
 
 interface SimulatedHost {
   privateIp: string;
+  launch: LaunchRequest | PoolLaunchRequest;
   agent: HostAgent;
-  loop: { stop(): Promise<void> };
-  sink: SqsReportSink;
+  loop?: { stop(): Promise<void> };
+  sink: ReportSink & { close?(): void };
   clients: number;
   lastInputAt: number;
 }
@@ -34,27 +50,52 @@ export interface PlayInput {
 /**
  * The simulated instances' hosts for `npm start`: each runs the host agent's real code (its loop, signing and SQS
  * delivery) with a pretend display and pretend streaming clients a developer drives through the simulator's
- * control route (`cgs session play --simulate`), so warnings, Keep playing and idle stops happen as on EC2.
+ * control route (`cgs session play --simulate`), so warnings, Keep playing and idle stops happen as on EC2. A pool
+ * instance's agent waits in standby until the platform assigns it a session.
  */
 export class SimulatedHosts {
   private readonly hosts = new Map<string, SimulatedHost>();
+  private readonly now: () => number;
 
-  constructor(private readonly settings: SimulatedHostSettings) {}
+  constructor(private readonly settings: SimulatedHostSettings) {
+    this.now = settings.now ?? Date.now;
+  }
 
-  /** The instance finished booting: its agent starts with the session's key and queue from the launch. */
-  boot(instanceId: string, privateIp: string, request: LaunchRequest): void {
-    const agentEnv = request.hostAgent;
+  /** The instance finished booting: its agent starts, for its session or (a pool instance) in standby. */
+  boot(instanceId: string, privateIp: string, launch: LaunchRequest | PoolLaunchRequest): void {
+    const agentEnv = launch.hostAgent;
     if (!agentEnv || this.hosts.has(instanceId)) return;
-    const sink = new SqsReportSink(agentEnv.reportQueueUrl, {
-      region: agentEnv.region,
-      endpoint: this.settings.endpoint,
-    });
+    const role: AgentRole =
+      "sessionId" in launch
+        ? { kind: "session", sessionId: launch.sessionId }
+        : { kind: "standby", poolId: launch.poolId, assignCertSha256: randomBytes(32).toString("hex") };
+    this.start(instanceId, privateIp, launch, role, Buffer.from(agentEnv.key, "base64url"));
+  }
+
+  private start(
+    instanceId: string,
+    privateIp: string,
+    launch: LaunchRequest | PoolLaunchRequest,
+    role: AgentRole,
+    key: Buffer,
+  ): void {
+    const queueUrl = launch.hostAgent!.reportQueueUrl;
+    const sink =
+      this.settings.sink?.(queueUrl) ??
+      new SqsReportSink(queueUrl, { region: launch.hostAgent!.region, endpoint: this.settings.endpoint });
     const fingerprint = randomBytes(32).toString("hex");
-    const host: Partial<SimulatedHost> = { privateIp, clients: 0, lastInputAt: Date.now(), sink };
-    const agent = new HostAgent(
+    const host: SimulatedHost = {
+      privateIp,
+      launch,
+      sink,
+      clients: 0,
+      lastInputAt: this.now(),
+      agent: undefined as unknown as HostAgent,
+    };
+    host.agent = new HostAgent(
       {
-        sessionId: request.sessionId,
-        agentKey: Buffer.from(agentEnv.key, "base64url"),
+        role,
+        agentKey: key,
         reportIntervalMs: this.settings.reportIntervalMs,
         sampleIntervalMs: this.settings.sampleIntervalMs,
         inputResumedAfterMs: 60_000,
@@ -64,30 +105,64 @@ export class SimulatedHosts {
       },
       {
         identity: { instanceId: () => Promise.resolve(instanceId) },
-        input: { idleMs: () => Promise.resolve(Date.now() - host.lastInputAt!) },
-        clients: { connectedClients: () => Promise.resolve(host.clients!) },
-        sunshine: { answers: () => Promise.resolve(this.settings.sunshineAnswers(privateIp)) },
-        certificate: { sha256: () => Promise.resolve(fingerprint) },
+        input: {
+          idleMs: () => Promise.resolve(role.kind === "session" ? this.now() - host.lastInputAt : null),
+        },
+        clients: { connectedClients: () => Promise.resolve(host.clients) },
+        sunshine: {
+          answers: () => Promise.resolve(role.kind === "session" && this.settings.sunshineAnswers(privateIp)),
+        },
+        certificate: { sha256: () => Promise.resolve(role.kind === "session" ? fingerprint : null) },
         sink,
+        now: this.now,
         logger: this.settings.logger,
       },
     );
-    host.agent = agent;
-    host.loop = agent.run();
-    this.hosts.set(instanceId, host as SimulatedHost);
+    if (this.settings.realTime !== false) host.loop = host.agent.run();
+    this.hosts.set(instanceId, host);
   }
 
-  /** The instance is gone: its agent stops with it. */
+  /**
+   * The platform assigned the standby host a session (what the real agent's assignment endpoint and the image's
+   * cgs-assign unit do): the session's credentials are installed, and the agent restarts for the session.
+   */
+  async assign(instanceId: string, assignment: Assignment): Promise<boolean> {
+    const host = this.hosts.get(instanceId);
+    if (!host || "sessionId" in host.launch) return false;
+    await this.shutdown(instanceId);
+    const launch: LaunchRequest = {
+      sessionId: assignment.sessionId,
+      accountId: "",
+      availabilityZone: host.launch.availabilityZone,
+      hostAgent: { ...host.launch.hostAgent!, key: assignment.agentKey },
+    };
+    this.start(
+      instanceId,
+      host.privateIp,
+      launch,
+      { kind: "session", sessionId: assignment.sessionId },
+      Buffer.from(assignment.agentKey, "base64url"),
+    );
+    this.settings.assigned?.(instanceId, host.privateIp, assignment);
+    return true;
+  }
+
+  /** The instance is gone or stopped: its agent stops with it. */
   async shutdown(instanceId: string): Promise<void> {
     const host = this.hosts.get(instanceId);
     if (!host) return;
     this.hosts.delete(instanceId);
-    await host.loop.stop();
-    host.sink.close();
+    await host.loop?.stop();
+    host.sink.close?.();
   }
 
   has(instanceId: string): boolean {
     return this.hosts.has(instanceId);
+  }
+
+  /** One look at every host by its agent (a caller driving a simulated clock). */
+  async tickAll(): Promise<void> {
+    await Promise.all([...this.hosts.values()].map((h) => h.agent.tick()));
   }
 
   /** A pretend streaming client or input; the agent reports the change at once. */
@@ -96,10 +171,10 @@ export class SimulatedHosts {
     input: PlayInput,
   ): Promise<{ clientsConnected: number; lastInputAt: string } | undefined> {
     const host = this.hosts.get(instanceId);
-    if (!host) return undefined;
+    if (!host || !("sessionId" in host.launch)) return undefined;
     if (input.connected !== undefined) host.clients = input.connected ? 1 : 0;
     if (input.connected) this.settings.clientConnected?.(host.privateIp);
-    if (input.input) host.lastInputAt = Date.now();
+    if (input.input) host.lastInputAt = this.now();
     await host.agent.tick();
     return { clientsConnected: host.clients, lastInputAt: new Date(host.lastInputAt).toISOString() };
   }

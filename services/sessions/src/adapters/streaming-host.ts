@@ -1,9 +1,8 @@
 import { randomUUID } from "node:crypto";
-import * as https from "node:https";
-import * as net from "node:net";
-import type { Duplex } from "node:stream";
-import * as tls from "node:tls";
 import { normalizeFingerprint } from "@cgs/host-agent";
+import { HostIdentityError, pinnedHttpsRequest, type HostReply } from "./pinned-https";
+
+export { HostIdentityError } from "./pinned-https";
 import type { StreamingCredentials } from "../domain/streaming-credentials";
 
 /** The streaming server on a session's instance (Sunshine): readiness and pairing, with that instance's own credentials. */
@@ -41,19 +40,6 @@ export interface SunshineSettings {
   timeoutMs: number;
 }
 
-/** The host's certificate is not the one pinned for the session, or none is pinned yet: nothing was sent. */
-export class HostIdentityError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "HostIdentityError";
-  }
-}
-
-interface HostReply {
-  status: number;
-  text: string;
-}
-
 /**
  * Sunshine's web API over HTTPS with basic auth: each instance's own pair, never a shared one. Sunshine serves a
  * self-signed certificate, so certificate-chain verification is replaced by pinning: the TLS handshake must present
@@ -83,66 +69,15 @@ export class SunshineStreamingHost implements StreamingHost {
       throw new HostIdentityError(`no host certificate fingerprint known for session ${sessionId}`);
     const credentials = await this.settings.credentials(sessionId);
     if (!credentials) throw new Error(`no streaming-host credentials for session ${sessionId}`);
-    const url = this.url(hostIp, path);
-    const payload = body === undefined ? undefined : JSON.stringify(body);
     const basic = Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64");
-    return new Promise<HostReply>((resolve, reject) => {
-      let socket: tls.TLSSocket | undefined;
-      const req = https.request({
-        method,
-        host: url.hostname,
-        port: url.port || 443,
-        path: url.pathname + url.search,
-        headers: {
-          authorization: `Basic ${basic}`,
-          "content-type": "application/json",
-          ...(payload === undefined ? {} : { "content-length": Buffer.byteLength(payload) }),
-        },
-        // No agent: every call opens its own connection and checks the certificate before the request is written.
-        createConnection: (_options: unknown, done: (err: Error | null, stream?: Duplex) => void) => {
-          socket = tls.connect({
-            host: url.hostname,
-            port: Number(url.port || 443),
-            // Chain and name verification give way to the fingerprint comparison below.
-            rejectUnauthorized: false,
-            ...(net.isIP(url.hostname) ? {} : { servername: url.hostname }),
-          });
-          socket.once("secureConnect", () => {
-            const presented = normalizeFingerprint(socket?.getPeerCertificate().fingerprint256);
-            if (presented === pinned) return done(null, socket);
-            socket?.destroy();
-            done(
-              new HostIdentityError(
-                `host ${hostIp} presented a certificate other than the one pinned for session ${sessionId}`,
-              ),
-            );
-          });
-          socket.once("error", (err) => done(err));
-          return undefined;
-        },
-      } as https.RequestOptions);
-      const timer = setTimeout(() => {
-        const err = new Error(`streaming host ${hostIp} did not answer within ${this.settings.timeoutMs} ms`);
-        req.destroy(err);
-        socket?.destroy();
-      }, this.settings.timeoutMs);
-      req.on("response", (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("end", () => {
-          clearTimeout(timer);
-          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") });
-        });
-        res.on("error", (err) => {
-          clearTimeout(timer);
-          reject(err);
-        });
-      });
-      req.on("error", (err) => {
-        clearTimeout(timer);
-        reject(err);
-      });
-      req.end(payload);
+    return pinnedHttpsRequest({
+      url: this.url(hostIp, path),
+      method,
+      headers: { authorization: `Basic ${basic}` },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      pinned,
+      timeoutMs: this.settings.timeoutMs,
+      describe: `host ${hostIp} (session ${sessionId})`,
     });
   }
 

@@ -40,6 +40,15 @@ export const sessionsTable = pgTable(
     ratePerMinute: integer("rate_per_minute").notNull(),
     currency: text("currency").notNull(),
     authorizationId: text("authorization_id"),
+    /** Where its instance came from: a hot or warm pool instance, or a cold launch. */
+    capacity: text("capacity").$type<"hot" | "warm" | "cold">().notNull().default("cold"),
+    /** The pool slot of a claimed pool instance (its key signs the assignment) and the endpoint it pinned. */
+    poolId: uuid("pool_id"),
+    poolAssignCertSha256: text("pool_assign_cert_sha256"),
+    /** When a claimed pool instance took the session's secrets (a cold launch has them in its user data). */
+    assignedAt: timestamp("assigned_at", { withTimezone: true }),
+    /** When the streaming host first answered: start-to-ready is readyAt - createdAt. */
+    readyAt: timestamp("ready_at", { withTimezone: true }),
     idleTimeoutMinutes: integer("idle_timeout_minutes").notNull(),
     /** The account's maximum session length at start; keepalives in its warning add `lengthExtendedMinutes`. */
     maxLengthMinutes: integer("max_length_minutes").notNull().default(720),

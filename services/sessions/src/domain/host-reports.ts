@@ -6,7 +6,10 @@ import {
   findSessionsByIds,
   type HostObservation,
 } from "../data/host-report-repository";
+import { recordStandby } from "../data/pool-repository";
 import type { SessionsDomainDeps } from "./session-deps";
+
+type SessionReport = HostReport & { sessionId: string };
 
 export type ReportOutcome =
   | "applied"
@@ -17,8 +20,11 @@ export type ReportOutcome =
   | "refused_instance"
   | "refused_certificate";
 
-/** The per-session key a host agent signs with (the credential vault derives it). */
-export type AgentKeyLookup = (sessionId: string) => Buffer;
+/** The keys host agents sign with (the credential vault derives them): a session's, or a pool slot's. */
+export interface AgentKeyLookup {
+  session(sessionId: string): Buffer;
+  pool(poolId: string): Buffer;
+}
 
 type Deps = Pick<SessionsDomainDeps, "db" | "clock" | "logger">;
 
@@ -35,14 +41,17 @@ export async function ingestHostReports(
 ): Promise<ReportOutcome[]> {
   const receivedAt = deps.clock.now();
   const outcomes: ReportOutcome[] = new Array<ReportOutcome>(bodies.length).fill("refused_schema");
-  const verified = new Map<number, HostReport>();
+  const verified = new Map<number, SessionReport>();
+  const standby: { index: number; report: HostReport }[] = [];
   bodies.forEach((body, i) => {
     const parsed = parseSignedHostReport(body);
     if (!parsed.ok) {
       deps.logger.warn({ problem: parsed.problem }, "host report refused: malformed");
       return;
     }
-    if (!hasValidSignature(parsed.signed, agentKey(parsed.signed.report.sessionId))) {
+    const { report } = parsed.signed;
+    const key = report.poolId ? agentKey.pool(report.poolId) : agentKey.session(report.sessionId!);
+    if (!hasValidSignature(parsed.signed, key)) {
       outcomes[i] = "refused_signature";
       deps.logger.warn(
         { sessionId: parsed.signed.report.sessionId, instanceId: parsed.signed.report.instanceId },
@@ -50,8 +59,10 @@ export async function ingestHostReports(
       );
       return;
     }
-    verified.set(i, parsed.signed.report);
+    if (report.kind === "standby") standby.push({ index: i, report });
+    else verified.set(i, { ...report, sessionId: report.sessionId! });
   });
+  for (const { index, report } of standby) outcomes[index] = await applyStandby(deps, report, receivedAt);
 
   const sessions = new Map(
     (await findSessionsByIds(deps.db, [...new Set([...verified.values()].map((r) => r.sessionId))])).map(
@@ -59,9 +70,9 @@ export async function ingestHostReports(
     ),
   );
   // The newest report of each session in this batch; an older one in the same batch is stale anyway.
-  const newest = new Map<string, { index: number; report: HostReport }>();
+  const newest = new Map<string, { index: number; report: SessionReport }>();
   for (const [index, report] of verified) {
-    const session = sessions.get(report.sessionId);
+    const session = sessions.get(report.sessionId!);
     if (!session || (session.state !== "starting" && session.state !== "running")) {
       outcomes[index] = "not_active";
       continue;
@@ -83,12 +94,12 @@ export async function ingestHostReports(
       continue;
     }
     outcomes[index] = "stale";
-    const seen = newest.get(report.sessionId);
-    if (!seen || seen.report.seq < report.seq) newest.set(report.sessionId, { index, report });
+    const seen = newest.get(report.sessionId!);
+    if (!seen || seen.report.seq < report.seq) newest.set(report.sessionId!, { index, report });
   }
 
   const observations: HostObservation[] = [...newest.values()].map(({ report }) => ({
-    sessionId: report.sessionId,
+    sessionId: report.sessionId!,
     seq: report.seq,
     observedAt: new Date(report.observedAt),
     receivedAt,
@@ -108,4 +119,19 @@ export async function ingestHostReports(
     if (applied.has(report.sessionId)) outcomes[index] = "applied";
   for (const outcome of outcomes) metrics.hostReports.labels(outcome).inc();
   return outcomes;
+}
+
+/**
+ * A pre-booted pool instance says it is up and waiting: the pool keeper may keep it hot or park it, and a start may
+ * claim it. A report for a slot that is gone (claimed, retired) or naming another instance changes nothing.
+ */
+async function applyStandby(deps: Deps, report: HostReport, at: Date): Promise<ReportOutcome> {
+  const recorded = await recordStandby(deps.db, {
+    poolId: report.poolId!,
+    instanceId: report.instanceId,
+    seq: report.seq,
+    assignCertSha256: report.assignCertSha256,
+    at,
+  });
+  return recorded ? "applied" : "not_active";
 }

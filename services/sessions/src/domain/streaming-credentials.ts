@@ -53,6 +53,20 @@ export class StreamingCredentialVault {
     );
   }
 
+  /**
+   * A pool slot's key: a pre-booted instance's standby agent signs its reports with it, and the platform signs
+   * the assignment it sends that instance with it. Derived like the agent keys, with another label.
+   */
+  poolKey(poolId: string): Buffer {
+    return Buffer.from(hkdfSync("sha256", this.key, Buffer.from(poolId), "cgs pool slot key v1", 32));
+  }
+
+  /** Both keys, as the host-report intake looks them up. */
+  readonly agentKeys = {
+    session: (sessionId: string): Buffer => this.agentKey(sessionId),
+    pool: (poolId: string): Buffer => this.poolKey(poolId),
+  };
+
   async forSession(sessionId: string): Promise<StreamingCredentials | undefined> {
     const stored = await this.repository.find(sessionId);
     return stored && { username: stored.username, password: this.open(sessionId, stored.sealedPassword) };
