@@ -9,6 +9,8 @@ const base = {
     "^@cgs/shared/dist/(.*)$": "<rootDir>/../shared/src/$1",
     "^@cgs/shared/(.*)$": "<rootDir>/../shared/src/$1",
     "^@cgs/host-agent$": "<rootDir>/../host-agent/src/index.ts",
+    "^@cgs/gateway$": "<rootDir>/../gateway/src/index.ts",
+    "^@cgs/(sessions|billing|accounts|auth-proxy)$": "<rootDir>/../services/$1/src/index.ts",
     "^@cgs/sdk$": "<rootDir>/../clients/sdk/src/index.ts",
   },
   testMatch: ["<rootDir>/**/*.test.ts"],

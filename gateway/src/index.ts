@@ -1,11 +1,12 @@
-export { createApp, createGatewayUpstreamPool, upstreamsFromConfig, type GatewayDeps } from "./app";
-export { gatewayEnvSchema, loadGatewayConfig, type GatewayConfig } from "./config";
+/**
+ * @cgs/gateway's public entry, for what runs the gateway in-process (other workspaces' harnesses and tests):
+ * build its config, its upstream pool and replica count, and the request listener. Everything else is internal.
+ */
 export {
-  buildRouteTable,
-  GATEWAY_LOCAL_PATHS,
-  GATEWAY_OPERATIONS,
-  type RouteEntry,
-  type RouteTable,
-  type UpstreamUrls,
-} from "./http/route-table";
-export { createRateLimiters, type RedisCommandSender } from "./http/rate-limit-middleware";
+  createApp as createGatewayApp,
+  createGatewayUpstreamPool,
+  replicaCountFromConfig,
+  type GatewayDeps,
+} from "./app";
+export { gatewayEnvSchema, loadGatewayConfig, type GatewayConfig } from "./config";
+export type { RedisCommandSender } from "./http/rate-limit-middleware";

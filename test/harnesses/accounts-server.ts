@@ -9,9 +9,7 @@ import {
   type RunningServer,
 } from "@cgs/shared";
 import { openTestDatabase, type OpenedTestDatabase } from "@cgs/shared/testing/db";
-import { buildAccounts } from "../../services/accounts/src/composition";
-import { accountsConfigSchema } from "../../services/accounts/src/config";
-import * as schema from "../../services/accounts/src/data/schema";
+import { accountsConfigSchema, accountsTables as schema, buildAccounts } from "@cgs/accounts";
 
 export interface TestAccountsServer extends RunningServer {
   database: OpenedTestDatabase<typeof schema>;

@@ -1,19 +1,15 @@
 import path from "node:path";
 import pino from "pino";
-import {
-  createJwtVerifier,
-  createKeycloakAdmin,
-  keycloakAdminOptions,
-  loadConfig,
-  startServer,
-  type RunningServer,
-} from "@cgs/shared";
+import { createJwtVerifier, loadConfig, startServer, type RunningServer } from "@cgs/shared";
 import { openTestDatabase, type OpenedTestDatabase } from "@cgs/shared/testing/db";
-import { authProxyConfigSchema, type AuthProxyConfig } from "../../services/auth-proxy/src/config";
-import { composeAuthProxy, type AuthProxyAdapters } from "../../services/auth-proxy/src/composition";
-import * as schema from "../../services/auth-proxy/src/data/schema";
-import { createSmtpMailer } from "../../services/auth-proxy/src/adapters/smtp-mailer";
-import { createResetTokenCodec } from "../../services/auth-proxy/src/domain/reset-token";
+import {
+  adaptersFromConfig,
+  authProxyConfigSchema,
+  authProxyTables as schema,
+  composeAuthProxy,
+  type AuthProxyAdapters,
+  type AuthProxyConfig,
+} from "@cgs/auth-proxy";
 
 export const TEST_RESET_SECRET = "auth-proxy-test-secret-0123456789abcdef";
 
@@ -47,12 +43,8 @@ export async function startAuthProxy(
   });
   const logger = pino({ level: "silent" });
   const clock = { current: null as Date | null, now: () => clock.current ?? new Date() };
-  const adapters: AuthProxyAdapters = {
-    identity: createKeycloakAdmin(keycloakAdminOptions(config)),
-    tokens: createResetTokenCodec(TEST_RESET_SECRET, config.RESET_TOKEN_TTL_SECONDS),
-    mailer: createSmtpMailer({ url: config.SMTP_URL, from: config.MAIL_FROM }),
-    clock,
-  };
+  // The service's own adapters (Keycloak, SMTP, the codec under TEST_RESET_SECRET), on a clock tests can set.
+  const adapters: AuthProxyAdapters = { ...adaptersFromConfig(config), clock };
   const context = {
     config,
     logger,

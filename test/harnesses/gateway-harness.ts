@@ -5,12 +5,12 @@ import { createClient } from "redis";
 import { createJwtVerifier, oidcSettings, startServer, type RunningServer } from "@cgs/shared";
 import { TEST_ALLOWED_AZP_ENV, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
 import {
-  createApp,
+  createGatewayApp,
   createGatewayUpstreamPool,
+  loadGatewayConfig,
   replicaCountFromConfig,
   type GatewayDeps,
-} from "../../gateway/src/app";
-import { loadGatewayConfig } from "../../gateway/src/config";
+} from "@cgs/gateway";
 
 export interface RecordedRequest {
   method: string;
@@ -101,7 +101,7 @@ export function gatewayTestEnv(
   };
 }
 
-/** createApp over real HTTP on 127.0.0.1:0, with four fake upstreams and the test identity provider. */
+/** The gateway (createGatewayApp) over real HTTP on 127.0.0.1:0, with four fake upstreams and the test identity provider. */
 export async function startTestGateway(
   idp: TestIdentityProvider,
   options: {
@@ -126,7 +126,7 @@ export async function startTestGateway(
   const logger = pino({ level: "silent" });
   const pool = createGatewayUpstreamPool(config);
   const replicas = replicaCountFromConfig(config, logger);
-  const app = createApp({
+  const app = createGatewayApp({
     config,
     logger,
     verifier: createJwtVerifier(oidcSettings(config)),

@@ -5,8 +5,7 @@ import { createJwtVerifier, oidcSettings, startServer } from "@cgs/shared";
 import { runningInCi } from "@cgs/shared/testing/ci";
 import { startTestAccounts } from "./accounts-server";
 import { startAuthProxy } from "./auth-proxy-harness";
-import { createApp, createGatewayUpstreamPool } from "../../gateway/src/app";
-import { loadGatewayConfig } from "../../gateway/src/config";
+import { createGatewayApp, createGatewayUpstreamPool, loadGatewayConfig } from "@cgs/gateway";
 import { closedPortUrl } from "./gateway-harness";
 
 const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
@@ -72,7 +71,12 @@ export async function startPortalBrowserHarness(name: string): Promise<PortalBro
   });
   const pool = createGatewayUpstreamPool(config);
   const gateway = await startServer(
-    createApp({ config, logger, verifier: createJwtVerifier(oidcSettings(config)), upstreamPool: pool }),
+    createGatewayApp({
+      config,
+      logger,
+      verifier: createJwtVerifier(oidcSettings(config)),
+      upstreamPool: pool,
+    }),
     { port: config.PORT, logger, shutdownGraceMs: 500, onClose: () => pool.destroy() },
   );
   const browser = await launchChromium();

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "n
 import os from "node:os";
 import path from "node:path";
 import { uniqueEmail } from "@cgs/shared/testing/keycloak";
-import { launchClientPlatform, localSession } from "../../clients/sdk/src/testing/client-platform";
+import { launchClientPlatform, localSession } from "../harnesses/client-platform";
 import { repoRoot, type LaunchedPlatform } from "../platform/launch-platform";
 
 // @cgs/sdk and @cgs/cli as a stranger gets them: `npm pack`ed, installed from the tarballs into an empty directory

@@ -22,8 +22,7 @@ import {
   waitUntil,
   type TestQueue,
 } from "@cgs/shared/testing/queue";
-import { streamingUserData } from "../../services/sessions/src/adapters/ec2-cloud-provider";
-import { SunshineStreamingHost } from "../../services/sessions/src/adapters/streaming-host";
+import { streamingUserData, SunshineStreamingHost } from "@cgs/sessions";
 
 /**
  * The streaming image's boot, for real on this machine: the boot scripts and units of infra/streaming-image run

@@ -20,9 +20,9 @@ import {
   fundAccount,
   launchClientPlatform,
   localSession,
-} from "../../sdk/src/testing/client-platform";
+} from "../../../test/harnesses/client-platform";
 import { startRecordingListener, type RecordingListener } from "@cgs/shared/testing/recording-listener";
-import { cgsEnv, runCgs, spawnCgs } from "./testing/run-cgs";
+import { cgsEnv, runCgs, spawnCgs } from "../../../test/harnesses/run-cgs";
 
 // The built `cgs` binary as a person runs it, against `npm start` on ports 18590-18594 and the real Keycloak.
 // Run under `flock /tmp/cgs-platform.lock`.

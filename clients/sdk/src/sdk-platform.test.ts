@@ -7,7 +7,7 @@ import {
   launchClientPlatform,
   localSession,
   recordingFetch,
-} from "./testing/client-platform";
+} from "../../../test/harnesses/client-platform";
 
 // Every SDK call through a real gateway (`npm start` on ports 18580-18584) with the real Keycloak.
 // Run under `flock /tmp/cgs-platform.lock`.

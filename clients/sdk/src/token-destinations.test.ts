@@ -1,7 +1,7 @@
 import { refreshGrant, uniqueEmail } from "@cgs/shared/testing/keycloak";
 import { startRecordingListener, type RecordingListener } from "@cgs/shared/testing/recording-listener";
 import { createClient, discoverIssuer } from "./index";
-import { expiredCopy, localSession, recordingFetch } from "./testing/client-platform";
+import { expiredCopy, localSession, recordingFetch } from "../../../test/harnesses/client-platform";
 
 // Where the SDK sends tokens: a listener of the test's own records every request, the real Keycloak issues them.
 const KEYCLOAK_ISSUER = `${process.env.KEYCLOAK_URL || "http://127.0.0.1:8081"}/realms/cgs`;

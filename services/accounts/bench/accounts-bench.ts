@@ -1,12 +1,12 @@
 // Accounts benchmark on the real PostgreSQL of TEST_DATABASE_URL: settings reads and merge patches over HTTP
 // (many accounts, concurrent clients), and one deletion-sweep pass purging N due accounts (outbox included).
-//   npx tsc -b shared && npx tsx services/accounts/bench/accounts-bench.ts
+//   npx tsc -b shared && npx tsx --tsconfig tsconfig.test.json services/accounts/bench/accounts-bench.ts
 // Options (env): BENCH_REQUESTS (default 4000), BENCH_CONCURRENCY (16), BENCH_ACCOUNTS (500), BENCH_PURGE ("100,2000").
 import path from "node:path";
 import pino from "pino";
 import { loadConfig, startServer, type IdentityAdmin } from "@cgs/shared";
-import { createTestDatabase } from "../../../shared/src/testing/db";
-import { startTestIdentityProvider, testVerifier } from "../../../shared/src/testing/tokens";
+import { createTestDatabase } from "@cgs/shared/testing/db";
+import { startTestIdentityProvider, testVerifier } from "@cgs/shared/testing/tokens";
 import { openDatabase } from "@cgs/shared";
 import { buildAccounts } from "../src/composition";
 import { accountsConfigSchema } from "../src/config";

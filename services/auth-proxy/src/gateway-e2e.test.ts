@@ -3,8 +3,7 @@ import { createJwtVerifier, oidcSettings, startServer, type RunningServer } from
 import { createTestUser, passwordGrant, uniqueEmail, type TestUser } from "@cgs/shared/testing/keycloak";
 import { waitForMail } from "@cgs/shared/testing/mail";
 import { TEST_ALLOWED_AZP_ENV } from "@cgs/shared/testing/tokens";
-import { createApp as createGatewayApp, createGatewayUpstreamPool } from "../../../gateway/src/app";
-import { loadGatewayConfig } from "../../../gateway/src/config";
+import { createGatewayApp, createGatewayUpstreamPool, loadGatewayConfig } from "@cgs/gateway";
 import { closedPortUrl } from "../../../test/harnesses/gateway-harness";
 import { startTestAccounts, type TestAccountsServer } from "../../../test/harnesses/accounts-server";
 import { startAuthProxy, type AuthProxyHarness } from "../../../test/harnesses/auth-proxy-harness";

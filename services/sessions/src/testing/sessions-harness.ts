@@ -20,8 +20,7 @@ import {
   TEST_ALLOWED_AZP_ENV,
   type TestIdentityProvider,
 } from "@cgs/shared/testing/tokens";
-import { createApp as createGatewayApp, createGatewayUpstreamPool } from "../../../../gateway/src/app";
-import { loadGatewayConfig } from "../../../../gateway/src/config";
+import { createGatewayApp, createGatewayUpstreamPool, loadGatewayConfig } from "@cgs/gateway";
 import { closedPortUrl, gatewayTestEnv } from "../../../../test/harnesses/gateway-harness";
 import { createApp, type SessionsContext } from "../app";
 import type { TestClock } from "@cgs/shared/testing/clock";

@@ -1,12 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { waitUntil } from "@cgs/shared/testing/queue";
-import {
-  fastJourneyEnv,
-  launchPlatform,
-  repoRoot,
-  type LaunchedPlatform,
-} from "../../../../test/platform/launch-platform";
-import type { Client } from "../client";
+import { fastJourneyEnv, launchPlatform, repoRoot, type LaunchedPlatform } from "../platform/launch-platform";
+import type { Client } from "@cgs/sdk";
 
 /** `npm start` on the given ports with a fast simulator, short rate-limit windows and 1 s capacity back-off. */
 export function launchClientPlatform(

@@ -1,7 +1,8 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import path from "node:path";
 
-export const cgsBin = path.resolve(__dirname, "../../bin/cgs.js");
+/** The built `cgs` (npm run build). */
+export const cgsBin = path.resolve(__dirname, "../../clients/cli/bin/cgs.js");
 
 export interface CgsResult {
   code: number | null;
