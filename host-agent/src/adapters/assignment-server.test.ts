@@ -64,6 +64,7 @@ describe("a standby pool instance's assignment endpoint", () => {
     sunshineUsername: "cgs-0a1b2c3d",
     sunshinePassword: randomBytes(24).toString("base64url"),
     privateNetworkKey: "hskey-auth-abc",
+    privateNetworkLoginServer: "https://headscale.example.test",
     volumeId: "vol-0123456789abcdef0",
     ...overrides,
   });

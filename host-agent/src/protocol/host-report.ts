@@ -140,8 +140,9 @@ export const assignmentSchema = z
     agentKey: z.string().regex(/^[A-Za-z0-9_-]{43}$/),
     sunshineUsername: z.string().min(1).max(64),
     sunshinePassword: z.string().min(1).max(128),
-    /** Single-use key the host joins the private network with. */
+    /** Single-use key the host joins the private network with, and the control server to join (null: Tailscale's). */
     privateNetworkKey: z.string().min(1).max(512).nullable(),
+    privateNetworkLoginServer: z.string().url().max(512).nullable(),
     /** The account volume's id (the boot finds its device by it). */
     volumeId: z.string().min(1).max(64).nullable(),
   })
