@@ -1,3 +1,4 @@
+import { clockTime } from "@cgs/shared";
 import type { SessionRow } from "../data/session-tables";
 import type { PlaySettings } from "./session-deps";
 
@@ -31,8 +32,6 @@ export interface PlayWarning {
 }
 
 const at = (ms: number) => new Date(ms);
-/** "14:32 UTC": the service does not know the player's time zone; the portal shows `stopsAt` in local time. */
-export const clockTime = (d: Date) => `${d.toISOString().slice(11, 16)} UTC`;
 
 function duration(minutes: number): string {
   if (minutes % 60 === 0) return `${minutes / 60} h`;
