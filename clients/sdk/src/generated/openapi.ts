@@ -1073,7 +1073,7 @@ export interface components {
       /** @description Cursor of the next (older) page; null on the last page. */
       nextCursor: string | null;
     };
-    /** @description The card saved for auto-recharge, as the player recognises it; its number is never stored here. */
+    /** @description The card saved for auto-recharge, as the player recognises it; its number is never stored here. Null when no card is saved (save one with POST /api/v1/credits/payment-method). */
     SavedCard: {
       /** @example visa */
       brand: string;
@@ -1083,8 +1083,8 @@ export interface components {
       expMonth: number;
       /** @example 2030 */
       expYear: number;
-    };
-    /** @description One auto-recharge: an off-session payment on the saved card. */
+    } | null;
+    /** @description One auto-recharge: an off-session payment on the saved card. Null before the first. */
     Recharge: {
       /** Format: uuid */
       id: string;
@@ -1101,7 +1101,7 @@ export interface components {
       paymentId: string | null;
       /** Format: date-time */
       createdAt: string;
-    };
+    } | null;
     /** @description Auto-recharge: when a charge (a minute of play, a storage period) takes the balance under `threshold`, the saved card is charged once, off-session, for `rechargeTo` minus the balance; recharges in one UTC calendar month never add up to more than `monthlyLimit`. The credit lands when the payment provider confirms the payment. Three failed recharges in a row turn it off (`turnedOffReason`). */
     AutoRecharge: {
       enabled: boolean;
@@ -1121,8 +1121,7 @@ export interface components {
        */
       monthResetsAt: string;
       failuresInARow: number;
-      /** @description The saved card; null when none (save one with POST /api/v1/credits/payment-method). */
-      paymentMethod: components["schemas"]["SavedCard"] | null;
+      paymentMethod: components["schemas"]["SavedCard"];
       /**
        * @description Why auto-recharge turned itself off (three failures, the card removed, a disputed recharge); null once turned on again.
        * @example Turned off after 3 failed recharges in a row; the last: "Your card was declined.". Check or replace the card, then turn auto-recharge on again.
@@ -1130,7 +1129,7 @@ export interface components {
       turnedOffReason: string | null;
       /** @description Why the last recharge that was due was not made (the monthly limit); null after the next recharge or a change of settings. */
       skippedReason: string | null;
-      lastRecharge: components["schemas"]["Recharge"] | null;
+      lastRecharge: components["schemas"]["Recharge"];
     };
     /** @description Fields to change; the others keep their values. Turning it on needs a saved card and all three amounts, with `rechargeTo` at least `threshold` plus the smallest top-up and at most the largest, and `monthlyLimit` at least `rechargeTo`. */
     AutoRechargePatch: {

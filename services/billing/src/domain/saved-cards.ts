@@ -10,6 +10,7 @@ import {
   retireActiveCard,
   storeCardSetupCheckout,
   type CardSetupRow,
+  type SavedCardRow,
 } from "../data/card-repository";
 import {
   storeCustomerIfMissing,
@@ -125,9 +126,14 @@ export async function removeCard(deps: BillingDeps & { payments: SavedCardPaymen
     return card;
   });
   if (!removed) throw AppError.notFound("No card is saved");
-  await detachRetiredCards(deps).catch((err: unknown) =>
-    deps.logger.warn({ err, accountId }, "card not detached yet; it is tried again"),
+  await detachCard(deps, removed).catch((err: unknown) =>
+    deps.logger.warn({ err, accountId }, "card not detached yet; the auto-recharge pass tries again"),
   );
+}
+
+async function detachCard(deps: BillingDeps & { payments: SavedCardPayments }, card: SavedCardRow) {
+  await deps.payments.detachCard(card.paymentMethodId);
+  await markCardDetached(deps.db, card.id);
 }
 
 /** Cards taken out of use are detached from Stripe's customer (after the transaction that decided it). */
@@ -137,8 +143,7 @@ export async function detachRetiredCards(
 ): Promise<number> {
   let detached = 0;
   for (const card of await listDetachingCards(deps.db, limit)) {
-    await deps.payments.detachCard(card.paymentMethodId);
-    await markCardDetached(deps.db, card.id);
+    await detachCard(deps, card);
     detached += 1;
   }
   return detached;
