@@ -8,12 +8,20 @@ import { MAX_SPEND_LIMIT } from "../domain/spend-limits";
 
 const amount = z.number().int().min(1).max(MAX_SPEND_LIMIT);
 
+const atLeastOne = (patch: object) => Object.keys(patch).length > 0;
+const NOTHING = { message: "must name at least one field" };
+
 const autoRechargePatch = z
   .object({ enabled: z.boolean(), threshold: amount, rechargeTo: amount, monthlyLimit: amount })
   .partial()
-  .strict();
+  .strict()
+  .refine(atLeastOne, NOTHING);
 
-const limitsPatch = z.object({ daily: amount.nullable(), monthly: amount.nullable() }).partial().strict();
+const limitsPatch = z
+  .object({ daily: amount.nullable(), monthly: amount.nullable() })
+  .partial()
+  .strict()
+  .refine(atLeastOne, NOTHING);
 
 /** Auto-recharge, its saved card and spending limits (the public API, behind the service's own JWT check). */
 export function walletGuardrailRoutes(deps: CardDeps) {
