@@ -11,13 +11,16 @@ const upstreams = upstreamsFromConfig(loadGatewayConfig({}));
 /** Minimal valid bodies for operations whose request body has required fields. */
 const SAMPLE_BODIES: Record<string, unknown> = {
   createTopup: { amount: 2000 },
+  updateAutoRecharge: { enabled: false },
+  updateSpendLimits: { daily: 2000 },
   requestPasswordReset: { email: "someone@example.com" },
   completePasswordReset: { token: "reset-token", password: "a-long-enough-password" },
   receiveStripeWebhook: { id: "evt_1", type: "checkout.session.completed", data: { object: {} } },
 };
 
+// A UUID fits every documented path parameter (the device id is one; the gateway validates its format).
 function concretePath(template: string): string {
-  return template.replace(/\{[^}]+\}/g, "x1");
+  return template.replace(/\{[^}]+\}/g, "00000000-0000-4000-8000-000000000001");
 }
 
 describe("routing contract: openapi.json and the gateway's route table", () => {
