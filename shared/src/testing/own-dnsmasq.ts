@@ -47,8 +47,7 @@ export async function startOwnDnsmasq(bin = process.env.DNSMASQ_BIN ?? "dnsmasq"
   const answered = async (name: string, want: string[]): Promise<void> => {
     const deadline = Date.now() + 10_000;
     for (;;) {
-      if (exited)
-        throw new Error(`${bin} exited (is dnsmasq installed? bash test/peers/debian-tools.sh)`);
+      if (exited) throw new Error(`${bin} exited (is dnsmasq installed? bash test/peers/debian-tools.sh)`);
       const got = await resolver.resolve4(name).catch(() => [] as string[]);
       if (got.length === want.length && want.every((a) => got.includes(a))) return;
       if (Date.now() > deadline) throw new Error(`dnsmasq on ${server} did not answer ${name} with ${want}`);

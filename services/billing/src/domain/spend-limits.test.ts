@@ -32,9 +32,8 @@ describe("spending limits (real PostgreSQL, controlled clock, UTC days and month
 
   const account = () => `acct-limits-${randomUUID()}`;
   async function api(acct: string, method: "get" | "patch" | "post", path: string, body?: object) {
-    const call = request(svc.url)
-      [method](path)
-      .set("authorization", `Bearer ${await svc.token(acct)}`);
+    const agent = request(svc.url);
+    const call = agent[method](path).set("authorization", `Bearer ${await svc.token(acct)}`);
     const res = body ? await call.send(body) : await call;
     if (path.startsWith("/api/")) contract.assertResponse(method.toUpperCase(), path, res.status, res.body);
     return res;

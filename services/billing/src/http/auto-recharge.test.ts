@@ -118,9 +118,8 @@ describe("auto-recharge (real PostgreSQL, stripe-mock for Stripe's API, signed e
   const submit = () => submitRecharges({ ...svc.deps, payments });
 
   async function api(acct: string, method: "get" | "patch" | "post" | "delete", path: string, body?: object) {
-    const call = request(svc.url)
-      [method](path)
-      .set("authorization", `Bearer ${await svc.token(acct)}`);
+    const agent = request(svc.url);
+    const call = agent[method](path).set("authorization", `Bearer ${await svc.token(acct)}`);
     const res = body ? await call.send(body) : await call;
     if (res.status < 300 && res.status !== 204)
       contract.assertResponse(method.toUpperCase(), path, res.status, res.body);
