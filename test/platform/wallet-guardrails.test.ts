@@ -34,7 +34,7 @@ beforeAll(async () => {
 }, 180_000);
 afterAll(() => platform?.cleanup(), 60_000);
 
-async function player(prefix: string): Promise<{ client: Client; home: string; email: string }> {
+async function player(prefix: string): Promise<{ client: Client; home: string; token: string }> {
   const email = uniqueEmail(prefix);
   const pair = localSession(email);
   const home = mkdtempSync(path.join(os.tmpdir(), "cgs-wallet-"));
@@ -47,7 +47,7 @@ async function player(prefix: string): Promise<{ client: Client; home: string; e
   const client = createClient({ baseUrl: platform.base, apiKey: pair.accessToken });
   // An idle stop (no one plays here) must not come before the stops these tests watch.
   await client.settings.update({ idleTimeoutMinutes: 240 });
-  return { client, home, email };
+  return { client, home, token: pair.accessToken };
 }
 const cgs = (home: string, ...args: string[]) => runCgs(["--base-url", platform.base, ...args], cgsEnv(home));
 
@@ -63,23 +63,26 @@ async function waitForWarning(client: Client, kind: string, timeoutMs: number): 
   );
 }
 
-async function waitForStop(
-  client: Client,
-  timeoutMs: number,
-): Promise<{ status: SessionStatus; at: number }> {
+/**
+ * Waits for the automatic stop, asking the sessions service itself every 100 ms (the gateway's poll bucket, 30 a
+ * minute, is far too coarse to time a stop against 1-second minutes); answers when it was first seen.
+ */
+async function waitForStop(token: string, timeoutMs: number): Promise<{ status: SessionStatus; at: number }> {
+  const sessions = `http://127.0.0.1:${platform.servicePorts[0]}/api/v1/sessions/poll`;
   const status = await waitUntil(
     async () => {
-      const s = await client.sessions.poll();
+      const res = await fetch(sessions, { headers: { authorization: `Bearer ${token}` } });
+      const s = (await res.json()) as SessionStatus;
       return s.state === "stopping" || s.state === "stopped" ? s : undefined;
     },
-    { timeoutMs, intervalMs: 500, description: "the automatic stop" },
+    { timeoutMs, intervalMs: 100, description: "the automatic stop" },
   );
   return { status, at: Date.now() };
 }
 
 describe("a balance that warns before play stops", () => {
   it("when the credit covers less than 10 minutes of play, then poll and `cgs session status` warn with the stop's time and a top-up hint, and the session stops then (not a minute early) for lack of credit", async () => {
-    const { client, home } = await player("wallet-credit");
+    const { client, home, token } = await player("wallet-credit");
     await fundAccount(client, 500);
     expect((await client.credits.me()).balance).toBe(300);
     await client.sessions.start();
@@ -96,13 +99,14 @@ describe("a balance that warns before play stops", () => {
     expect(status.stdout).toContain("Top up with `cgs credits topup AMOUNT --open`.");
 
     const stopsAt = Date.parse(warned.warning!.stopsAt);
-    const { status: stopped, at } = await waitForStop(client, 30_000);
+    const { status: stopped, at } = await waitForStop(token, 30_000);
     expect(stopped).toMatchObject({
       stopReason: "credits_exhausted",
       message: "Stopped because the credit ran out; top up to play again.",
     });
-    // At the announced minute: never a billed minute (1 s here) before it, and within a few metering passes after.
-    expect(at).toBeGreaterThanOrEqual(stopsAt - 200);
+    // At the announced minute: not a billed minute (1 s here) before it, as it was before the forecast's minute
+    // decided the stop, and within a few metering passes and queue hops after it.
+    expect(at).toBeGreaterThanOrEqual(stopsAt);
     expect(at - stopsAt).toBeLessThan(5_000);
     const after = await cgs(home, "session", "status");
     expect(after.stdout).toContain("Stop reason: credits_exhausted");
@@ -115,7 +119,7 @@ describe("a balance that warns before play stops", () => {
 
 describe("spending limits", () => {
   it("when a running session reaches the daily limit, then it is warned naming the limit, stopped with stopReason spend_limit, and the next start is refused with SPEND_LIMIT_REACHED in the SDK and the CLI", async () => {
-    const { client, home } = await player("wallet-limit");
+    const { client, home, token } = await player("wallet-limit");
     await fundAccount(client, 5_000);
     // Today's spending already holds the storage period (2.00): 2.50 more is 25 minutes of play.
     const set = await cgs(home, "credits", "limits", "set", "--daily", "450");
@@ -131,7 +135,7 @@ describe("spending limits", () => {
     const status = await cgs(home, "session", "status");
     expect(status.stdout).toContain("Raise it with `cgs credits limits set --daily CENTS` (or --monthly).");
 
-    const { status: stopped } = await waitForStop(client, 30_000);
+    const { status: stopped } = await waitForStop(token, 30_000);
     expect(stopped).toMatchObject({
       stopReason: "spend_limit",
       message:
@@ -247,7 +251,10 @@ describeWithChromium("the billing page's guardrails")("the portal's /billing and
     await page.locator("#card", { hasText: "No card saved" }).waitFor();
     await Promise.all([page.waitForURL(/\/local-checkout\//), page.click("#card-save")]);
     await Promise.all([page.waitForURL(/\/billing/), page.click("text=Save Visa ending 4242")]);
-    await page.locator("#card", { hasText: "Visa ending 4242" }).waitFor({ timeout: 30_000 });
+    await page
+      .locator("#recharge-message", { hasText: "Card saved. Turn auto-recharge on below." })
+      .waitFor({ timeout: 30_000 });
+    expect(await page.textContent("#card")).toMatch(/^Visa ending 4242, expires \d\d\/\d{4}$/);
     await page.check("#recharge-enabled");
     await page.fill("#recharge-threshold", "10.00");
     await page.fill("#recharge-to", "40.00");

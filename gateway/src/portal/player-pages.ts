@@ -159,7 +159,7 @@ export function billingPage(bounds: { min: number; max: number }): string {
 <input id="recharge-to" type="number" min="0.01" step="0.01" inputmode="decimal">
 <label for="recharge-limit">Monthly recharge limit</label>
 <input id="recharge-limit" type="number" min="0.01" step="0.01" inputmode="decimal">
-<button id="recharge-save" type="submit">Save auto-recharge</button>
+<div class="actions"><button id="recharge-save" type="submit">Save auto-recharge</button></div>
 <p id="recharge-message" class="message" role="status" aria-live="polite"></p>
 </form>
 </section>
@@ -175,7 +175,7 @@ export function billingPage(bounds: { min: number; max: number }): string {
 <input id="limit-daily" type="number" min="0.01" step="0.01" inputmode="decimal" placeholder="No limit">
 <label for="limit-monthly">Monthly limit</label>
 <input id="limit-monthly" type="number" min="0.01" step="0.01" inputmode="decimal" placeholder="No limit">
-<button id="limits-save" type="submit">Save limits</button>
+<div class="actions"><button id="limits-save" type="submit">Save limits</button></div>
 <p id="limits-message" class="message" role="status" aria-live="polite"></p>
 </form>
 </section>

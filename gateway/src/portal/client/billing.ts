@@ -253,6 +253,9 @@ const rechargeFields = {
   monthlyLimit: byId<HTMLInputElement>("recharge-limit"),
 };
 const toInput = (minor: number | null) => (minor === null ? "" : (minor / 100).toFixed(2));
+/** The player has changed the form: a refresh (waiting for a saved card) must not overwrite it. */
+let rechargeEdited = false;
+rechargeForm.addEventListener("input", () => (rechargeEdited = true));
 /** A money field in minor units: null when empty, NaN when not an amount. */
 const fromInput = (input: HTMLInputElement): number | null => {
   if (input.value.trim() === "") return null;
@@ -291,6 +294,7 @@ function renderAutoRecharge(a: AutoRecharge): void {
   const banner = byId("recharge-notice");
   banner.hidden = !notice;
   banner.textContent = notice ?? "";
+  if (rechargeEdited) return;
   rechargeFields.enabled.checked = a.enabled;
   rechargeFields.threshold.value = toInput(a.threshold);
   rechargeFields.rechargeTo.value = toInput(a.rechargeTo);
@@ -323,6 +327,7 @@ rechargeForm.addEventListener("submit", async (event) => {
     say(rechargeMessage, res.failure.message, "error");
     return;
   }
+  rechargeEdited = false;
   renderAutoRecharge(res.body);
   say(rechargeMessage, res.body.enabled ? "Auto-recharge is on." : "Auto-recharge is off.", "success");
 });
@@ -358,7 +363,8 @@ async function afterCardSetup(outcome: string): Promise<void> {
   while (Date.now() < deadline) {
     const a = await loadAutoRecharge();
     if (a?.paymentMethod) {
-      say(rechargeMessage, "Card saved. Turn auto-recharge on below.", "success");
+      // Said only while the player has not started on the form (its own answers take the line then).
+      if (!rechargeEdited) say(rechargeMessage, "Card saved. Turn auto-recharge on below.", "success");
       return;
     }
     await new Promise((resolve) => setTimeout(resolve, 2_000));
