@@ -35,6 +35,7 @@ function readmeExample(): string {
 const readerDeclarations = [
   "declare const accessToken: string;",
   "declare const refreshToken: string;",
+  "declare const issuer: string;",
   "declare function save(pair: unknown): void;",
   "declare function log(...values: unknown[]): void;",
 ].join("\n");
