@@ -11,6 +11,8 @@ const upstreams = upstreamsFromConfig(loadGatewayConfig({}));
 /** Minimal valid bodies for operations whose request body has required fields. */
 const SAMPLE_BODIES: Record<string, unknown> = {
   createTopup: { amount: 2000 },
+  updateAutoRecharge: { enabled: false },
+  updateSpendLimits: { daily: 2000 },
   requestPasswordReset: { email: "someone@example.com" },
   completePasswordReset: { token: "reset-token", password: "a-long-enough-password" },
   receiveStripeWebhook: { id: "evt_1", type: "checkout.session.completed", data: { object: {} } },

@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import { trace } from "@opentelemetry/api";
 import { recordSpanError } from "./tracing/span-helpers";
 
-/** Every error code the platform answers with, and its HTTP status (DESIGN §3, plus UNAVAILABLE and METHOD_NOT_ALLOWED). */
+/** Every error code the platform answers with, and its HTTP status (DESIGN §3, plus UNAVAILABLE, METHOD_NOT_ALLOWED and SPEND_LIMIT_REACHED). */
 export const errorStatus = {
   UNAUTHENTICATED: 401,
   VALIDATION_ERROR: 400,
@@ -19,6 +19,7 @@ export const errorStatus = {
   RESET_TOKEN_INVALID: 400,
   PASSWORD_REUSED: 400,
   ACCOUNT_PENDING_DELETION: 409,
+  SPEND_LIMIT_REACHED: 409,
   UNAVAILABLE: 503,
   INTERNAL: 500,
 } as const;

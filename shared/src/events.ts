@@ -8,6 +8,15 @@ const currency = z
   .length(3)
   .regex(/^[A-Z]{3}$/, "ISO 4217 code in upper case");
 
+/** Why billing stops paying for a session: the wallet runs dry, or the player's own spending limit is reached. */
+const stopCause = z.enum(["balance", "spend_limit"]);
+
+/** The spending limit a forecast or stop is about: the UTC day's or the UTC calendar month's, in minor units. */
+const spendLimit = z.object({
+  period: z.enum(["day", "month"]),
+  amount: minorUnits.positive(),
+});
+
 /** Data schema of every event type exchanged between services (DESIGN §3). */
 export const eventDataSchemas = {
   /** The instance reached running: metering begins at `startedAt` (the running time, not the launch). */
@@ -37,21 +46,30 @@ export const eventDataSchemas = {
     ratePerMinute: minorUnits.nonnegative().optional(),
     currency: currency.optional(),
   }),
-  /** The wallet cannot pay the next minute of this session: sessions stops that session only. */
+  /**
+   * A minute of this session started that billing could not pay in full: the wallet ran dry (`reason` balance, the
+   * default of events from before it existed) or the player's spending limit was reached (`spend_limit`, naming
+   * it). Sessions stops that session only.
+   */
   "credits.exhausted": z.object({
     sessionId: z.string().min(1),
     balance: minorUnits,
     currency,
+    reason: stopCause.optional(),
+    spendLimit: spendLimit.optional(),
   }),
   /**
-   * Billing's forecast for a running session: the wallet pays for it only until `runsOutAt` (it covers less than
-   * the warning window). Null once it covers more again (a top-up). Sessions shows it in poll before the stop.
+   * Billing's forecast for a running session: it pays for it only until `runsOutAt` (less than the warning window
+   * is left), because the balance runs out or, with `reason` spend_limit, the named spending limit is reached. Null
+   * once more is left again (a top-up, a raised limit). Sessions shows it in poll before the stop.
    */
   "credits.low": z.object({
     sessionId: z.string().min(1),
     runsOutAt: isoDateTime.nullable(),
     balance: minorUnits,
     currency,
+    reason: stopCause.optional(),
+    spendLimit: spendLimit.optional(),
   }),
   /**
    * Billing still meters these sessions of the account: sessions answers with a fresh session.stopped or
@@ -67,6 +85,8 @@ export const eventDataSchemas = {
 } as const;
 
 export type EventType = keyof typeof eventDataSchemas;
+export type StopCause = z.infer<typeof stopCause>;
+export type SpendLimitRef = z.infer<typeof spendLimit>;
 export type EventData<T extends EventType> = z.infer<(typeof eventDataSchemas)[T]>;
 
 export const eventTypes = Object.keys(eventDataSchemas) as EventType[];

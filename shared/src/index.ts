@@ -7,6 +7,7 @@ export * from "./auth";
 export * from "./db";
 export * from "./queue";
 export * from "./events";
+export * from "./player-text";
 export * from "./openapi";
 export * from "./service";
 export * from "./tracing";

@@ -26,10 +26,17 @@ export type PreferencesPatch = Schemas["PreferencesPatch"];
 export type Identity = Schemas["Identity"];
 export type AccountDeletion = Schemas["AccountDeletion"];
 export type StartSessionRequest = Schemas["StartSessionRequest"];
-/** An automatic stop poll is announcing (idle, maximum length, credit, a silent host). */
+/** An automatic stop poll is announcing (idle, maximum length, credit, a spending limit, a silent host). */
 export type SessionWarning = NonNullable<SessionStatus["warning"]>;
 export type StopReason = NonNullable<SessionStatus["stopReason"]>;
 export type Device = Schemas["Device"];
+export type AutoRecharge = Schemas["AutoRecharge"];
+export type AutoRechargePatch = Schemas["AutoRechargePatch"];
+export type SavedCard = NonNullable<Schemas["SavedCard"]>;
+export type Recharge = NonNullable<Schemas["Recharge"]>;
+export type CardSetupCheckout = Schemas["CardSetupCheckout"];
+export type SpendLimits = Schemas["SpendLimits"];
+export type SpendLimitsPatch = Schemas["SpendLimitsPatch"];
 export type PairingRequest = Schemas["PairingRequest"];
 
 /** The documented production origin (Pulumi.prod.yaml `cgs:domain`). */
@@ -253,6 +260,27 @@ export function createClient(options: ClientOptions = {}) {
             params: { header: { "Idempotency-Key": opts.idempotencyKey ?? newIdempotencyKey() } },
           }),
         ),
+      /**
+       * Auto-recharge: with a saved card, a charge that takes the balance under `threshold` recharges it to
+       * `rechargeTo` (at most `monthlyLimit` a month); the credit lands when the payment provider confirms.
+       */
+      autoRecharge: {
+        get: () => data(api.GET("/api/v1/credits/auto-recharge")),
+        update: (patch: AutoRechargePatch) =>
+          data(api.PATCH("/api/v1/credits/auto-recharge", { body: patch })),
+      },
+      /** The card auto-recharge charges: `setup()` answers a checkout page to save one; `remove()` forgets it. */
+      paymentMethod: {
+        setup: () => data(api.POST("/api/v1/credits/payment-method")),
+        remove: async () => {
+          await api.DELETE("/api/v1/credits/payment-method");
+        },
+      },
+      /** Daily and monthly spending limits (UTC); `null` in a patch removes one. */
+      limits: {
+        get: () => data(api.GET("/api/v1/credits/limits")),
+        update: (patch: SpendLimitsPatch) => data(api.PATCH("/api/v1/credits/limits", { body: patch })),
+      },
     },
     billing: { storage: () => data(api.GET("/api/v1/billing/storage")) },
     /** Streaming devices paired with the account's machine (pairing outlives each session). */

@@ -73,6 +73,7 @@ export function homePage(): string {
 <div class="actions">
 <button id="keep-playing" type="button">Keep playing</button>
 <a id="warning-topup" href="/billing" hidden>Top up</a>
+<a id="warning-limits" href="/billing#limits" hidden>Raise your limit</a>
 </div>
 </div>
 <div id="play" class="play" hidden>
@@ -134,6 +135,48 @@ export function billingPage(bounds: { min: number; max: number }): string {
 <p id="topup-custom-error" class="field-error" aria-live="polite"></p>
 <button id="topup-submit" type="submit">Continue to payment</button>
 <p class="muted">You pay on the payment provider's checkout page and come back here. The balance updates once the payment is confirmed.</p>
+</form>
+</section>
+<section class="panel" id="auto-recharge" aria-labelledby="recharge-title">
+<h2 id="recharge-title">Auto-recharge</h2>
+<p class="muted">When play or storage takes your balance under a threshold, your saved card is charged once to bring it back up, never more than your monthly limit per calendar month (UTC). The credit arrives once the payment is confirmed.</p>
+<dl class="facts">
+<div><dt>Card</dt><dd id="card">…</dd></div>
+<div><dt>Auto-recharge</dt><dd id="recharge-status">…</dd></div>
+<div><dt>Recharged this month</dt><dd id="recharge-month">…</dd></div>
+<div><dt>Last recharge</dt><dd id="recharge-last">—</dd></div>
+</dl>
+<p id="recharge-notice" class="banner warning" role="status" hidden></p>
+<div class="actions">
+<button id="card-save" type="button" class="secondary">Save a card</button>
+<button id="card-remove" type="button" class="secondary" hidden>Remove card</button>
+</div>
+<form id="recharge-form" novalidate>
+<div class="field checkbox"><input id="recharge-enabled" type="checkbox"><label for="recharge-enabled">Recharge automatically</label></div>
+<label for="recharge-threshold">When the balance falls under</label>
+<input id="recharge-threshold" type="number" min="0.01" step="0.01" inputmode="decimal">
+<label for="recharge-to">Recharge it to</label>
+<input id="recharge-to" type="number" min="0.01" step="0.01" inputmode="decimal">
+<label for="recharge-limit">Monthly recharge limit</label>
+<input id="recharge-limit" type="number" min="0.01" step="0.01" inputmode="decimal">
+<div class="actions"><button id="recharge-save" type="submit">Save auto-recharge</button></div>
+<p id="recharge-message" class="message" role="status" aria-live="polite"></p>
+</form>
+</section>
+<section class="panel" id="limits" aria-labelledby="limits-title">
+<h2 id="limits-title">Spending limits</h2>
+<p class="muted">Play and storage charges per day and per calendar month, in UTC. A running session is warned, then stopped at a limit, and a new one cannot start once a limit leaves less than 15 minutes of play. Leave a field empty for no limit.</p>
+<dl class="facts">
+<div><dt>Spent today</dt><dd id="spent-today">…</dd></div>
+<div><dt>Spent this month</dt><dd id="spent-month">…</dd></div>
+</dl>
+<form id="limits-form" novalidate>
+<label for="limit-daily">Daily limit</label>
+<input id="limit-daily" type="number" min="0.01" step="0.01" inputmode="decimal" placeholder="No limit">
+<label for="limit-monthly">Monthly limit</label>
+<input id="limit-monthly" type="number" min="0.01" step="0.01" inputmode="decimal" placeholder="No limit">
+<div class="actions"><button id="limits-save" type="submit">Save limits</button></div>
+<p id="limits-message" class="message" role="status" aria-live="polite"></p>
 </form>
 </section>
 <section class="panel" aria-labelledby="storage-title">

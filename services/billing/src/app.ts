@@ -10,6 +10,7 @@ import {
   requireAuth,
   type ServiceContext,
 } from "@cgs/shared";
+import { createLocalWebhookSender } from "./adapters/local-webhook-sender";
 import type { BillingAdapters } from "./composition";
 import type { BillingConfig } from "./config";
 import type * as schema from "./data/schema";
@@ -18,6 +19,7 @@ import type { TopupDeps } from "./domain/topups";
 import { creditsRoutes } from "./http/credits-routes";
 import { internalRoutes } from "./http/internal-routes";
 import { localCheckoutRoutes } from "./http/local-checkout-routes";
+import { walletGuardrailRoutes } from "./http/wallet-guardrail-routes";
 import { STRIPE_WEBHOOK_PATH, stripeWebhookRoute } from "./http/stripe-webhook-route";
 
 export type BillingContext = ServiceContext<BillingConfig, typeof schema>;
@@ -55,8 +57,11 @@ export function createApp(
   if (adapters.payments.name === "local" && config.NODE_ENV !== "production") {
     app.use(
       localCheckoutRoutes(deps, {
-        stripe: adapters.stripe,
-        webhookSecret: config.STRIPE_WEBHOOK_SECRET,
+        webhooks: createLocalWebhookSender({
+          stripe: adapters.stripe,
+          webhookSecret: config.STRIPE_WEBHOOK_SECRET,
+          webhookUrl: config.LOCAL_CHECKOUT_WEBHOOK_URL,
+        }),
         webhookUrl: config.LOCAL_CHECKOUT_WEBHOOK_URL,
         portalBaseUrl: config.PUBLIC_BASE_URL,
       }),
@@ -66,6 +71,7 @@ export function createApp(
   const api = Router();
   api.use(requireAuth(verifier));
   creditsRoutes(topupDeps)(api);
+  walletGuardrailRoutes(topupDeps)(api);
   app.use("/api/v1", api);
   const internal = Router();
   internal.use(requireAuth(verifier));

@@ -13,15 +13,18 @@ import {
   type ComposedService,
 } from "@cgs/shared";
 import { createLocalPaymentProvider } from "./adapters/local-payment-provider";
+import { createLocalWebhookSender } from "./adapters/local-webhook-sender";
 import type { PaymentProvider } from "./adapters/payment-provider";
 import { createStripeClient } from "./adapters/stripe-client";
 import { createStripePaymentProvider } from "./adapters/stripe-payment-provider";
 import { createApp, type BillingContext } from "./app";
 import type { BillingConfig } from "./config";
 import { meteringLagSeconds } from "./data/metering-lag-repository";
+import { submitRecharges, type AutoRechargeDeps } from "./domain/auto-recharge";
 import { billingSettings, type BillingDeps } from "./domain/billing-deps";
 import { meterRunningSessions, releaseExpiredHolds } from "./domain/metering";
 import { auditRunningSessions } from "./domain/metering-audit";
+import { detachRetiredCards } from "./domain/saved-cards";
 import { chargeStoragePeriods } from "./domain/storage-billing";
 import { billingEventHandlers } from "./events/billing-event-handlers";
 
@@ -49,7 +52,14 @@ export function billingAdapters(
     payments:
       overrides.payments ??
       (config.PAYMENT_PROVIDER === "local"
-        ? createLocalPaymentProvider(config.LOCAL_CHECKOUT_BASE_URL)
+        ? createLocalPaymentProvider(
+            config.LOCAL_CHECKOUT_BASE_URL,
+            createLocalWebhookSender({
+              stripe,
+              webhookSecret: config.STRIPE_WEBHOOK_SECRET,
+              webhookUrl: config.LOCAL_CHECKOUT_WEBHOOK_URL,
+            }),
+          )
         : createStripePaymentProvider(stripe)),
     accounts:
       overrides.accounts ??
@@ -81,16 +91,17 @@ export function composeBilling(
   return {
     app: createApp(context, adapters, deps),
     deps,
-    workers: () => startBillingWorkers(context, deps),
+    workers: () => startBillingWorkers(context, { ...deps, payments: adapters.payments }),
   };
 }
 
 /**
  * Background work of one billing process: the outbox relay and the consumer of session and purge events,
  * the metering loop (every replica runs it; SKIP LOCKED splits the work), the metering audit against
- * sessions and the storage-period pass.
+ * sessions, the storage-period pass, and the auto-recharge pass (Stripe calls for recorded recharges, detaching
+ * removed cards).
  */
-async function startBillingWorkers(context: BillingContext, deps: BillingDeps): Promise<Closer[]> {
+async function startBillingWorkers(context: BillingContext, deps: AutoRechargeDeps): Promise<Closer[]> {
   const { config, logger, database } = context;
   const events = await startEventWorkers({
     config,
@@ -119,9 +130,25 @@ async function startBillingWorkers(context: BillingContext, deps: BillingDeps): 
     () => chargeStoragePeriods(deps),
     logger.child({ component: "storage-billing" }),
   );
+  const recharges = startPeriodicWorker(
+    "auto-recharge",
+    config.AUTO_RECHARGE_INTERVAL_MS,
+    async () => {
+      await submitRecharges(deps);
+      await detachRetiredCards(deps);
+    },
+    logger.child({ component: "auto-recharge" }),
+  );
   const stopLagGauge = onScrape(async () =>
     metrics.meteringLag.set(await meteringLagSeconds(database.db, deps.clock.now())),
   );
   // Timers first, so no pass starts against a closing database; then the consumer and relay.
-  return [() => metering.stop(), () => audit.stop(), () => storage.stop(), stopLagGauge, ...events.closers];
+  return [
+    () => metering.stop(),
+    () => audit.stop(),
+    () => storage.stop(),
+    () => recharges.stop(),
+    stopLagGauge,
+    ...events.closers,
+  ];
 }

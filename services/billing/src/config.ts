@@ -86,7 +86,7 @@ export const billingConfigSchema = z
       "Length of a billed minute in ms: 60000 in every real deployment, shorter only in tests",
     ),
     LOW_CREDIT_WARNING_MINUTES: envInt(10, 1).describe(
-      "A running session whose wallet pays for fewer minutes than this is warned about in poll (credits.low to sessions)",
+      "A running session that its balance, or a spending limit, allows fewer minutes than this is warned about in poll (credits.low to sessions)",
     ),
     METERING_BATCH_SIZE: envInt(2_000, 1).describe("Running sessions charged per metering transaction"),
     METERING_AUDIT_INTERVAL_MS: envInt(300_000, 10).describe(
@@ -94,6 +94,9 @@ export const billingConfigSchema = z
     ),
     STORAGE_BILLING_INTERVAL_MS: envInt(600_000, 10).describe(
       "Pause between storage-period charging passes, in ms",
+    ),
+    AUTO_RECHARGE_INTERVAL_MS: envInt(5_000, 10).describe(
+      "Pause between passes that send recorded auto-recharges to Stripe and detach removed cards, in ms",
     ),
   })
   .superRefine((config, ctx) => {

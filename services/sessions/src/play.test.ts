@@ -293,6 +293,81 @@ describe("warnings that Keep playing can and cannot postpone", () => {
     });
   });
 
+  it("when billing forecasts that a spending limit ends the session, then poll warns naming the limit, Keep playing cannot postpone it, a raised limit takes it away, and the stop at the limit says so in stopReason and message", async () => {
+    const acct = account();
+    await startRunningSession(h, acct);
+    const { id } = await sessionRow(h, acct);
+    const handlers = sessionEventHandlers(h.deps);
+    const at = (offset: number) => new Date(clock.now().getTime() + offset);
+    const daily = { period: "day" as const, amount: 2_000 };
+    const forecast = (runsOutAt: Date | null, madeAt: Date) =>
+      h.database.db.transaction((tx) =>
+        handlers["credits.low"]!(
+          createEvent(
+            "credits.low",
+            acct,
+            {
+              sessionId: id,
+              runsOutAt: runsOutAt?.toISOString() ?? null,
+              balance: 5_000,
+              currency: "USD",
+              ...(runsOutAt
+                ? { reason: "spend_limit" as const, spendLimit: daily }
+                : { reason: "balance" as const }),
+            },
+            { occurredAt: madeAt },
+          ),
+          tx,
+        ),
+      );
+    await forecast(at(minutes(6)), at(0));
+    const warned = await poll(acct);
+    expect(warned.warning).toEqual({
+      kind: "spend_limit",
+      stopsAt: at(minutes(6)).toISOString(),
+      canKeepPlaying: false,
+    });
+    expect(warned.message).toMatch(
+      /^Your daily spending limit of 20\.00 USD allows about 6 more min: this session stops at \d\d:\d\d UTC unless you raise the limit\.$/,
+    );
+    const kept = (await h.call(acct, "POST", "/api/v1/sessions/keepalive")).body as SessionStatus;
+    expect(kept.warning).toEqual(warned.warning);
+
+    // The player raises the limit: billing forecasts no stop, and the warning goes.
+    await forecast(null, at(1_000));
+    expect((await poll(acct)).warning).toBeNull();
+    await forecast(at(minutes(4)), at(2_000));
+    expect((await poll(acct)).warning?.kind).toBe("spend_limit");
+
+    const reached = createEvent("credits.exhausted", acct, {
+      sessionId: id,
+      balance: 4_800,
+      currency: "USD",
+      reason: "spend_limit",
+      spendLimit: daily,
+    });
+    await h.database.db.transaction((tx) => handlers["credits.exhausted"]!(reached, tx));
+    expect(await poll(acct)).toMatchObject({
+      state: "stopping",
+      stopReason: "spend_limit",
+      message:
+        "Stopped at your daily spending limit of 20.00 USD; it allows no more play until 00:00 UTC unless you raise it.",
+    });
+    const stopped = (await outboxEvents(h, acct)).find((e) => e.type === "session.stopped");
+    expect(stopped?.data).toMatchObject({ sessionId: id, reason: "spend_limit" });
+  });
+
+  it("when billing refuses a start at a spending limit, then the start answers 409 SPEND_LIMIT_REACHED with billing's words and leaves no session", async () => {
+    const acct = account();
+    const words =
+      "Your monthly spending limit of 50.00 USD leaves 0.00 USD this month, less than the 15 minutes (1.50 USD) a session needs to start; it resets at 2026-12-01 00:00 UTC, or raise it in Billing.";
+    h.billing.refuseAtSpendLimit(acct, words);
+    const res = await h.call(acct, "POST", "/api/v1/sessions/start");
+    expect(res.status).toBe(409);
+    expect(res.body).toEqual({ error: "SPEND_LIMIT_REACHED", message: words });
+    expect((await poll(acct)).state).toBe("idle");
+  });
+
   it("when a top-up brings the forecast back above the window, then the credit warning goes away", async () => {
     const acct = account();
     await startRunningSession(h, acct);

@@ -1,5 +1,11 @@
 import { Command, InvalidArgumentError } from "commander";
-import type { PreferencesPatch } from "@cgs/sdk";
+import type {
+  AutoRecharge,
+  AutoRechargePatch,
+  PreferencesPatch,
+  SpendLimits,
+  SpendLimitsPatch,
+} from "@cgs/sdk";
 import { UsageError } from "../cli-errors";
 import { ask, emit, money, note, openInBrowser } from "../terminal-output";
 import { action } from "./command-action";
@@ -28,6 +34,151 @@ const amountArgument = (value: string) => {
     throw new InvalidArgumentError("must be a whole number of cents, e.g. 2000 for 20.00");
   return Number(value);
 };
+
+/** A limit in cents, or `none` to remove it. */
+const limitArgument = (value: string) => (value === "none" ? null : amountArgument(value));
+
+const day = (iso: string) => iso.slice(0, 10);
+
+export function describeAutoRecharge(a: AutoRecharge): string {
+  const m = (n: number) => money(n, a.currency);
+  const lines = [
+    a.threshold !== null && a.rechargeTo !== null && a.monthlyLimit !== null
+      ? `Auto-recharge: ${a.enabled ? "on" : "off"}, under ${m(a.threshold)} recharge to ${m(a.rechargeTo)}, ` +
+        `at most ${m(a.monthlyLimit)} a month (${m(a.rechargedThisMonth)} this month, until ${day(a.monthResetsAt)})`
+      : `Auto-recharge: ${a.enabled ? "on" : "off"} (not set up)`,
+    a.paymentMethod
+      ? `Card: ${a.paymentMethod.brand} ending ${a.paymentMethod.last4}, expires ${String(a.paymentMethod.expMonth).padStart(2, "0")}/${a.paymentMethod.expYear}`
+      : "Card: none saved (`cgs credits auto-recharge card --open`)",
+  ];
+  const r = a.lastRecharge;
+  if (r)
+    lines.push(
+      `Last recharge: ${m(r.amount)} ${r.status.replace("_", " ")}, ${r.createdAt}${r.message ? `: ${r.message}` : ""}`,
+    );
+  if (a.failuresInARow > 0) lines.push(`Failures in a row: ${a.failuresInARow}`);
+  if (a.turnedOffReason) lines.push(`Turned off: ${a.turnedOffReason}`);
+  if (a.skippedReason) lines.push(`Skipped: ${a.skippedReason}`);
+  return lines.join("\n");
+}
+
+export function describeLimits(l: SpendLimits): string {
+  const m = (n: number) => money(n, l.currency);
+  return [
+    `Daily limit: ${l.daily === null ? "none" : m(l.daily)} (${m(l.spentToday)} spent today, UTC; resets ${l.dayResetsAt})`,
+    `Monthly limit: ${l.monthly === null ? "none" : m(l.monthly)} (${m(l.spentThisMonth)} spent this month; resets ${l.monthResetsAt})`,
+  ].join("\n");
+}
+
+interface RechargeOptions {
+  threshold?: number;
+  to?: number;
+  monthlyLimit?: number;
+}
+
+const rechargePatch = (opts: RechargeOptions): AutoRechargePatch => ({
+  ...(opts.threshold !== undefined ? { threshold: opts.threshold } : {}),
+  ...(opts.to !== undefined ? { rechargeTo: opts.to } : {}),
+  ...(opts.monthlyLimit !== undefined ? { monthlyLimit: opts.monthlyLimit } : {}),
+});
+
+const withAmounts = (command: Command) =>
+  command
+    .option("--threshold <cents>", "recharge when a charge takes the balance under this", amountArgument)
+    .option("--to <cents>", "the balance a recharge brings the wallet back to", amountArgument)
+    .option("--monthly-limit <cents>", "most that recharges may add up to in a UTC month", amountArgument);
+
+function creditGuardrailCommands(credits: Command): void {
+  const recharge = credits
+    .command("auto-recharge")
+    .description("Show auto-recharge: its settings, the saved card, the last recharge")
+    .action(
+      action(async (ctx) => {
+        const a = await ctx.client().credits.autoRecharge.get();
+        emit(ctx.options.json, a, () => describeAutoRecharge(a));
+      }),
+    );
+  withAmounts(
+    recharge
+      .command("on")
+      .description("Turn auto-recharge on (needs a saved card), optionally changing amounts"),
+  ).action(
+    action(async (ctx, opts: RechargeOptions) => {
+      const a = await ctx.client().credits.autoRecharge.update({ enabled: true, ...rechargePatch(opts) });
+      emit(ctx.options.json, a, () => describeAutoRecharge(a));
+    }),
+  );
+  recharge
+    .command("off")
+    .description("Turn auto-recharge off")
+    .action(
+      action(async (ctx) => {
+        const a = await ctx.client().credits.autoRecharge.update({ enabled: false });
+        emit(ctx.options.json, a, () => describeAutoRecharge(a));
+      }),
+    );
+  withAmounts(recharge.command("set").description("Change the amounts without turning it on or off")).action(
+    action(async (ctx, opts: RechargeOptions) => {
+      const patch = rechargePatch(opts);
+      if (Object.keys(patch).length === 0)
+        throw new UsageError("give at least one of --threshold, --to, --monthly-limit");
+      const a = await ctx.client().credits.autoRecharge.update(patch);
+      emit(ctx.options.json, a, () => describeAutoRecharge(a));
+    }),
+  );
+  recharge
+    .command("card")
+    .description("Save a card for auto-recharge: a checkout page in setup mode (nothing is charged)")
+    .option("--open", "open the page in your browser")
+    .action(
+      action(async (ctx, opts: { open?: boolean }) => {
+        const setup = await ctx.client().credits.paymentMethod.setup();
+        if (opts.open) openInBrowser(setup.checkoutUrl);
+        emit(
+          ctx.options.json,
+          setup,
+          () =>
+            `Save your card here:\n  ${setup.checkoutUrl}\nIt shows in \`cgs credits auto-recharge\` once the payment provider confirms it.`,
+        );
+      }),
+    );
+  recharge
+    .command("remove-card")
+    .description("Remove the saved card (auto-recharge turns off)")
+    .action(
+      action(async (ctx) => {
+        await ctx.client().credits.paymentMethod.remove();
+        const a = await ctx.client().credits.autoRecharge.get();
+        emit(ctx.options.json, a, () => `Card removed.\n${describeAutoRecharge(a)}`);
+      }),
+    );
+
+  const limits = credits
+    .command("limits")
+    .description("Show your daily and monthly spending limits (UTC) and what was spent")
+    .action(
+      action(async (ctx) => {
+        const l = await ctx.client().credits.limits.get();
+        emit(ctx.options.json, l, () => describeLimits(l));
+      }),
+    );
+  limits
+    .command("set")
+    .description("Set spending limits in cents (`none` removes one); play stops at a limit, after a warning")
+    .option("--daily <cents|none>", "limit per UTC day", limitArgument)
+    .option("--monthly <cents|none>", "limit per UTC calendar month", limitArgument)
+    .action(
+      action(async (ctx, opts: { daily?: number | null; monthly?: number | null }) => {
+        const patch: SpendLimitsPatch = {
+          ...(opts.daily !== undefined ? { daily: opts.daily } : {}),
+          ...(opts.monthly !== undefined ? { monthly: opts.monthly } : {}),
+        };
+        if (Object.keys(patch).length === 0) throw new UsageError("give --daily and/or --monthly");
+        const l = await ctx.client().credits.limits.update(patch);
+        emit(ctx.options.json, l, () => describeLimits(l));
+      }),
+    );
+}
 
 export function accountCommands(program: Command): void {
   const credits = program
@@ -61,6 +212,8 @@ export function accountCommands(program: Command): void {
         );
       }),
     );
+
+  creditGuardrailCommands(credits);
 
   program
     .command("storage")

@@ -12,6 +12,8 @@ function warningHint(s: SessionStatus): string {
   if (s.warning.canKeepPlaying)
     return "\n         Play in your streaming client, or run `cgs session keepalive`.";
   if (s.warning.kind === "credits") return "\n         Top up with `cgs credits topup AMOUNT --open`.";
+  if (s.warning.kind === "spend_limit")
+    return "\n         Raise it with `cgs credits limits set --daily CENTS` (or --monthly).";
   return "";
 }
 

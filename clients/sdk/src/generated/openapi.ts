@@ -22,10 +22,13 @@ export interface paths {
      *     - no active session (starting, running, stopping), else 409 SESSION_ALREADY_RUNNING;
      *     - the account is not pending deletion, else 409 ACCOUNT_PENDING_DELETION;
      *     - the balance covers 15 minutes at the session rate, else 402 INSUFFICIENT_CREDITS;
+     *     - what the account's spending limits (`GET /api/v1/credits/limits`) still allow today (UTC) and this month covers
+     *       those 15 minutes too, else 409 SPEND_LIMIT_REACHED, whose message names the limit and when it resets;
      *     - the region has capacity, else 503 CLOUD_CAPACITY with `Retry-After` (nothing is charged). Capacity
      *       lost after this answer shows up in poll as `state: failed` with a `message`.
      *
-     *     Credits are metered per minute while the session is active; when they run out the session is stopped.
+     *     Credits are metered per minute while the session is active; when they run out, or a spending limit is reached,
+     *     the session is stopped (announced first in poll's `warning` and `message`).
      *     Send `Idempotency-Key` to make a retried start safe. Only a successful start is remembered: a retry
      *     after an error (e.g. CLOUD_CAPACITY) tries again.
      *
@@ -288,6 +291,90 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/api/v1/credits/auto-recharge": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Auto-recharge settings, saved card and state
+     * @description Answers the settings, the saved card (brand, last four digits, expiry), what was recharged this UTC month, the last recharge and, when it turned itself off or skipped a recharge, why.
+     *
+     *     Rate limit: read bucket, 60 requests per minute per account.
+     */
+    get: operations["getAutoRecharge"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Change auto-recharge
+     * @description Changes the fields sent and answers the result. Turning it on clears the count of failures and `turnedOffReason`; with the balance already under the threshold it recharges at once. Errors: 400 VALIDATION_ERROR naming the field (`enabled` without a saved card, amounts that do not fit together); 409 ACCOUNT_PENDING_DELETION.
+     *
+     *     Rate limit: write bucket, 20 requests per minute per account.
+     */
+    patch: operations["updateAutoRecharge"];
+    trace?: never;
+  };
+  "/api/v1/credits/payment-method": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Save a card for auto-recharge
+     * @description Opens a payment-provider (Stripe) Checkout Session in setup mode and answers its URL; the card is saved when the provider's signed webhook confirms the setup, and then replaces any card saved before. Nothing is charged. Errors: 409 ACCOUNT_PENDING_DELETION; 503 UNAVAILABLE when the provider does not answer.
+     *
+     *     Rate limit: write bucket, 20 requests per minute per account.
+     */
+    post: operations["createCardSetup"];
+    /**
+     * Remove the saved card
+     * @description The card is no longer charged, auto-recharge turns off (`turnedOffReason` says so), and the card is detached from the payment provider's customer. Errors: 404 NOT_FOUND when no card is saved.
+     *
+     *     Rate limit: write bucket, 20 requests per minute per account.
+     */
+    delete: operations["removeCard"];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v1/credits/limits": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Spending limits and what was spent
+     * @description Answers the daily and monthly limits, what play and storage charges spent this UTC day and month, and when each resets.
+     *
+     *     Rate limit: read bucket, 60 requests per minute per account.
+     */
+    get: operations["getSpendLimits"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Set or remove spending limits
+     * @description Sets the limits sent (null removes one) and answers the result. Errors: 400 VALIDATION_ERROR naming the field.
+     *
+     *     Rate limit: write bucket, 20 requests per minute per account.
+     */
+    patch: operations["updateSpendLimits"];
+    trace?: never;
+  };
   "/api/v1/billing/storage": {
     parameters: {
       query?: never;
@@ -321,7 +408,8 @@ export interface paths {
     put?: never;
     /**
      * Inbound payment-provider webhook
-     * @description Receives Stripe events (e.g. `checkout.session.completed`, which credits a top-up). Public: no
+     * @description Receives Stripe events (e.g. `checkout.session.completed`, which credits a top-up or saves a card set up for
+     *     auto-recharge; `payment_intent.succeeded`, which credits an auto-recharge). Public: no
      *     bearer token or cookie; authenticated by the `Stripe-Signature` header over the raw body, so the
      *     gateway must pass the body through unparsed (`x-raw-body: true`). Events are applied once per event
      *     id; replays answer 200. Unknown event types are acknowledged and ignored. Any non-2xx makes Stripe
@@ -499,7 +587,7 @@ export interface components {
      *     | INSUFFICIENT_CREDITS | 402 |
      *     | NOT_FOUND | 404 |
      *     | METHOD_NOT_ALLOWED | 405 |
-     *     | SESSION_ALREADY_RUNNING, SESSION_NOT_RUNNING, NOT_READY, ACCOUNT_PENDING_DELETION | 409 |
+     *     | SESSION_ALREADY_RUNNING, SESSION_NOT_RUNNING, NOT_READY, ACCOUNT_PENDING_DELETION, SPEND_LIMIT_REACHED | 409 |
      *     | RATE_LIMITED | 429 |
      *     | INTERNAL | 500 |
      *     | CLOUD_CAPACITY, UNAVAILABLE | 503 |
@@ -519,6 +607,7 @@ export interface components {
       | "RESET_TOKEN_INVALID"
       | "PASSWORD_REUSED"
       | "ACCOUNT_PENDING_DELETION"
+      | "SPEND_LIMIT_REACHED"
       | "INTERNAL"
       | "UNAVAILABLE"
       | "METHOD_NOT_ALLOWED";
@@ -590,10 +679,10 @@ export interface components {
       /** @description An automatic stop this running session is heading for, announced before it happens (DESIGN §5); null when none is near. Play is what the streaming host sees: a streaming client connected, or input on its display; API calls (poll, pair, connect) are not play. */
       warning: {
         /**
-         * @description `idle`: no streaming client and no input for the account's `idleTimeoutMinutes` (warned the last 5 minutes, or half the timeout); `max_length`: the session reaches `maxSessionLengthMinutes` (warned the last 10 minutes); `credits`: the balance pays for less than 10 more minutes; `host_unhealthy`: the instance's host agent stopped reporting (the session ends as `instance_lost`, charged only up to its last report).
+         * @description `idle`: no streaming client and no input for the account's `idleTimeoutMinutes` (warned the last 5 minutes, or half the timeout); `max_length`: the session reaches `maxSessionLengthMinutes` (warned the last 10 minutes); `credits`: the balance pays for less than 10 more minutes (a top-up takes the warning away); `spend_limit`: the account's daily or monthly spending limit allows less than 10 more minutes (raising the limit takes it away); `host_unhealthy`: the instance's host agent stopped reporting (the session ends as `instance_lost`, charged only up to its last report).
          * @enum {string}
          */
-        kind: "idle" | "max_length" | "credits" | "host_unhealthy";
+        kind: "idle" | "max_length" | "credits" | "spend_limit" | "host_unhealthy";
         /**
          * Format: date-time
          * @description When the session stops unless the player acts (or the host recovers).
@@ -603,7 +692,7 @@ export interface components {
         canKeepPlaying: boolean;
       } | null;
       /**
-       * @description Why a session ended: `user` (stop), `idle` (no play for the idle timeout), `max_length` (the maximum session length), `credits_exhausted` (the wallet could not pay the next minute), `account_deletion` (the account's purge), `instance_lost` (the instance or its host agent stopped; charged up to the last time it was seen), `start_failed` (the instance never became ready). Null while the session is starting or running, and with no session.
+       * @description Why a session ended: `user` (stop), `idle` (no play for the idle timeout), `max_length` (the maximum session length), `credits_exhausted` (the wallet could not pay the next minute), `spend_limit` (the daily or monthly spending limit was reached; `message` names it), `account_deletion` (the account's purge), `instance_lost` (the instance or its host agent stopped; charged up to the last time it was seen), `start_failed` (the instance never became ready). Null while the session is starting or running, and with no session.
        * @enum {string|null}
        */
       stopReason:
@@ -611,6 +700,7 @@ export interface components {
         | "idle"
         | "max_length"
         | "credits_exhausted"
+        | "spend_limit"
         | "account_deletion"
         | "instance_lost"
         | "start_failed"
@@ -974,11 +1064,11 @@ export interface components {
        * @description When the entry was booked (for play: the session's last charged minute).
        */
       occurredAt: string;
-      /** @description Human-readable line, e.g. "Play, 42 min". */
+      /** @description Human-readable line, e.g. "Play, 42 min", "Top-up", "Auto-recharge". */
       description: string;
       /** @description The session a play entry belongs to. */
       sessionId: string | null;
-      /** @description The payment-provider object (checkout session, charge or dispute) a top-up, refund or dispute belongs to. */
+      /** @description The payment-provider object (checkout session, payment intent, charge or dispute) a top-up, auto-recharge, refund or dispute belongs to. */
       paymentId: string | null;
       /** @description Charged minutes of a play entry; null otherwise. */
       minutes: number | null;
@@ -987,6 +1077,109 @@ export interface components {
       items: components["schemas"]["Transaction"][];
       /** @description Cursor of the next (older) page; null on the last page. */
       nextCursor: string | null;
+    };
+    /** @description The card saved for auto-recharge, as the player recognises it; its number is never stored here. Null when no card is saved (save one with POST /api/v1/credits/payment-method). */
+    SavedCard: {
+      /** @example visa */
+      brand: string;
+      /** @example 4242 */
+      last4: string;
+      /** @example 8 */
+      expMonth: number;
+      /** @example 2030 */
+      expYear: number;
+    } | null;
+    /** @description One auto-recharge: an off-session payment on the saved card. Null before the first. */
+    Recharge: {
+      /** Format: uuid */
+      id: string;
+      /** @description Minor units. */
+      amount: number;
+      /**
+       * @description `pending`: sent to the payment provider, its answer awaited (the credit lands when it confirms); `succeeded`: credited; `failed`: declined; `requires_action`: the bank wants the cardholder to confirm it (not possible while away: pay once by top-up); `refunded`: paid to a closed wallet and sent back.
+       * @enum {string}
+       */
+      status: "pending" | "succeeded" | "failed" | "requires_action" | "refunded";
+      /** @description Why it failed or needs action, in the payment provider's words. */
+      message: string | null;
+      /** @description The payment provider's PaymentIntent. */
+      paymentId: string | null;
+      /** Format: date-time */
+      createdAt: string;
+    } | null;
+    /** @description Auto-recharge: when a charge (a minute of play, a storage period) takes the balance under `threshold`, the saved card is charged once, off-session, for `rechargeTo` minus the balance; recharges in one UTC calendar month never add up to more than `monthlyLimit`. The credit lands when the payment provider confirms the payment. Three failed recharges in a row turn it off (`turnedOffReason`). */
+    AutoRecharge: {
+      enabled: boolean;
+      /** @description Minor units; null until set. */
+      threshold: number | null;
+      /** @description The balance a recharge brings the wallet back to, in minor units. */
+      rechargeTo: number | null;
+      /** @description Most that recharges may add up to in one UTC calendar month, in minor units. */
+      monthlyLimit: number | null;
+      /** @example USD */
+      currency: string;
+      /** @description Recharges this UTC month, paid or under way, in minor units. */
+      rechargedThisMonth: number;
+      /**
+       * Format: date-time
+       * @description When the monthly limit allows its whole amount again.
+       */
+      monthResetsAt: string;
+      failuresInARow: number;
+      paymentMethod: components["schemas"]["SavedCard"];
+      /**
+       * @description Why auto-recharge turned itself off (three failures, the card removed, a disputed recharge); null once turned on again.
+       * @example Turned off after 3 failed recharges in a row; the last: "Your card was declined.". Check or replace the card, then turn auto-recharge on again.
+       */
+      turnedOffReason: string | null;
+      /** @description Why the last recharge that was due was not made (the monthly limit); null after the next recharge or a change of settings. */
+      skippedReason: string | null;
+      lastRecharge: components["schemas"]["Recharge"];
+    };
+    /** @description Fields to change; the others keep their values. Turning it on needs a saved card and all three amounts, with `rechargeTo` at least `threshold` plus the smallest top-up and at most the largest, and `monthlyLimit` at least `rechargeTo`. */
+    AutoRechargePatch: {
+      enabled?: boolean;
+      /** @description Minor units. */
+      threshold?: number;
+      /** @description Minor units. */
+      rechargeTo?: number;
+      /** @description Minor units. */
+      monthlyLimit?: number;
+    };
+    /** @description A payment-provider checkout page in setup mode: the player enters a card there, nothing is charged. It comes back to `/billing`. */
+    CardSetupCheckout: {
+      /** Format: uri */
+      checkoutUrl: string;
+      checkoutSessionId: string;
+    };
+    /** @description Spending limits of play and storage charges, per UTC day and UTC calendar month (the account has no time zone). A start is refused (409 SPEND_LIMIT_REACHED) when what a limit still allows does not cover 15 minutes of play; a running session is warned (`warning.kind: spend_limit`) and then stopped (`stopReason: spend_limit`) when it reaches one, and play is never charged past it. Storage charges count toward the limits but are never refused by them. */
+    SpendLimits: {
+      /** @description Minor units per UTC day; null: no limit. */
+      daily: number | null;
+      /** @description Minor units per UTC calendar month; null: no limit. */
+      monthly: number | null;
+      /** @example USD */
+      currency: string;
+      /** @description Play and storage charged this UTC day, in minor units. */
+      spentToday: number;
+      spentThisMonth: number;
+      /**
+       * Format: date-time
+       * @description The next midnight UTC.
+       */
+      dayResetsAt: string;
+      /**
+       * Format: date-time
+       * @description The first of the next month, 00:00 UTC.
+       */
+      monthResetsAt: string;
+    };
+    /** @description Limits to change; null removes one. A running session is forecast again at once: a lowered limit warns now, a raised one takes the warning away. */
+    SpendLimitsPatch: {
+      /** @description Minor units; null removes it. */
+      daily?: number | null;
+      /** @description Minor units; null removes it. */
+      monthly?: number | null;
     };
   };
   responses: {
@@ -1038,7 +1231,7 @@ export interface components {
         "application/json": components["schemas"]["Error"];
       };
     };
-    /** @description State conflict. Which codes an operation returns is listed in its description: SESSION_ALREADY_RUNNING, SESSION_NOT_RUNNING, NOT_READY or ACCOUNT_PENDING_DELETION. */
+    /** @description State conflict. Which codes an operation returns is listed in its description: SESSION_ALREADY_RUNNING, SESSION_NOT_RUNNING, NOT_READY, ACCOUNT_PENDING_DELETION or SPEND_LIMIT_REACHED. */
     Conflict: {
       headers: {
         "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -1493,6 +1686,185 @@ export interface operations {
         };
         content: {
           "application/json": components["schemas"]["TransactionPage"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      405: components["responses"]["MethodNotAllowed"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+      503: components["responses"]["ServiceUnavailable"];
+    };
+  };
+  getAutoRecharge: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Auto-recharge. */
+      200: {
+        headers: {
+          "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+          "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+          "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["AutoRecharge"];
+        };
+      };
+      401: components["responses"]["Unauthorized"];
+      405: components["responses"]["MethodNotAllowed"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+      503: components["responses"]["ServiceUnavailable"];
+    };
+  };
+  updateAutoRecharge: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["AutoRechargePatch"];
+      };
+    };
+    responses: {
+      /** @description Auto-recharge after the change. */
+      200: {
+        headers: {
+          "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+          "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+          "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["AutoRecharge"];
+        };
+      };
+      400: components["responses"]["BadRequest"];
+      401: components["responses"]["Unauthorized"];
+      405: components["responses"]["MethodNotAllowed"];
+      409: components["responses"]["Conflict"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+      503: components["responses"]["ServiceUnavailable"];
+    };
+  };
+  createCardSetup: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Setup checkout opened. */
+      200: {
+        headers: {
+          "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+          "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+          "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["CardSetupCheckout"];
+        };
+      };
+      401: components["responses"]["Unauthorized"];
+      405: components["responses"]["MethodNotAllowed"];
+      409: components["responses"]["Conflict"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+      503: components["responses"]["ServiceUnavailable"];
+    };
+  };
+  removeCard: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Removed. */
+      204: {
+        headers: {
+          "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+          "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+          "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      401: components["responses"]["Unauthorized"];
+      404: components["responses"]["NotFound"];
+      405: components["responses"]["MethodNotAllowed"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+      503: components["responses"]["ServiceUnavailable"];
+    };
+  };
+  getSpendLimits: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Spending limits. */
+      200: {
+        headers: {
+          "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+          "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+          "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["SpendLimits"];
+        };
+      };
+      401: components["responses"]["Unauthorized"];
+      405: components["responses"]["MethodNotAllowed"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+      503: components["responses"]["ServiceUnavailable"];
+    };
+  };
+  updateSpendLimits: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["SpendLimitsPatch"];
+      };
+    };
+    responses: {
+      /** @description Spending limits after the change. */
+      200: {
+        headers: {
+          "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+          "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+          "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["SpendLimits"];
         };
       };
       400: components["responses"]["BadRequest"];

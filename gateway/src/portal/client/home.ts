@@ -3,7 +3,7 @@ import { api, byId, clock, dateTime, money, say, type ApiFailure } from "./api.j
 import "./layout.js";
 
 interface SessionWarning {
-  kind: "idle" | "max_length" | "credits" | "host_unhealthy";
+  kind: "idle" | "max_length" | "credits" | "spend_limit" | "host_unhealthy";
   stopsAt: string;
   canKeepPlaying: boolean;
 }
@@ -50,6 +50,7 @@ const el = {
   warningLeft: byId("session-warning-left"),
   keepPlaying: byId<HTMLButtonElement>("keep-playing"),
   warningTopup: byId("warning-topup"),
+  warningLimits: byId("warning-limits"),
   play: byId("play"),
   pin: byId("pin"),
   pinCountdown: byId("pin-countdown"),
@@ -102,6 +103,13 @@ function explain(failure: ApiFailure): void {
         "A session is already running (started from another tab or device). It is shown below.";
       void pollNow();
       break;
+    case "SPEND_LIMIT_REACHED": {
+      const link = document.createElement("a");
+      link.href = "/billing#limits";
+      link.textContent = "Change your spending limits";
+      el.message.append(`${failure.message} `, link, ".");
+      break;
+    }
     case "ACCOUNT_PENDING_DELETION":
       el.message.textContent =
         "Your account is scheduled for deletion, so new sessions and top-ups are disabled.";
@@ -209,6 +217,7 @@ function renderWarning(next: SessionStatus): void {
   el.warning.dataset.kind = warning.kind;
   el.keepPlaying.hidden = !warning.canKeepPlaying;
   el.warningTopup.hidden = warning.kind !== "credits";
+  el.warningLimits.hidden = warning.kind !== "spend_limit";
 }
 
 function schedulePoll(ms: number): void {

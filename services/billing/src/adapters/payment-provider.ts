@@ -26,8 +26,61 @@ export interface PaymentRefunds {
   refundPayment(request: RefundRequest): Promise<void>;
 }
 
+/** A Checkout Session in setup mode: the player saves a card for auto-recharge, nothing is charged. */
+export interface CardSetupRequest {
+  setupId: string;
+  accountId: string;
+  /** The Stripe Customer the card is saved to (off-session payments need one). */
+  customerId: string;
+  currency: string;
+  successUrl: string;
+  cancelUrl: string;
+  idempotencyKey: string;
+}
+
+/** What the platform keeps of a saved card: enough to show it and to charge it, never its number. */
+export interface SavedCardDetails {
+  paymentMethodId: string;
+  brand: string;
+  last4: string;
+  expMonth: number;
+  expYear: number;
+}
+
+/** One off-session payment on a saved card (an auto-recharge); its metadata comes back in the webhook. */
+export interface OffSessionCharge {
+  rechargeId: string;
+  accountId: string;
+  customerId: string;
+  paymentMethodId: string;
+  amount: number;
+  currency: string;
+  /** Same key, same PaymentIntent: a retry after a lost answer never charges twice. */
+  idempotencyKey: string;
+}
+
+/**
+ * The provider's synchronous answer. `submitted`: accepted, the outcome comes by webhook (succeeded, or failed
+ * later); `requires_action`: the bank wants the cardholder to confirm; `declined`: refused now. A failure to
+ * reach the provider is thrown instead (and the recharge is tried again with the same key).
+ */
+export type OffSessionResult =
+  | { outcome: "submitted"; paymentIntentId: string }
+  | { outcome: "requires_action" | "declined"; paymentIntentId: string | undefined; message: string };
+
+/** Saved cards and the off-session payments made with them (auto-recharge). */
+export interface SavedCardPayments {
+  createCustomer(request: { accountId: string; idempotencyKey: string }): Promise<string>;
+  createCardSetup(request: CardSetupRequest): Promise<CheckoutSession>;
+  /** The card a completed setup saved (read from the provider, outside any database transaction). */
+  readSetupCard(setupIntentId: string): Promise<SavedCardDetails>;
+  chargeSavedCard(request: OffSessionCharge): Promise<OffSessionResult>;
+  /** Detaches the card from its customer; one already detached counts as done. */
+  detachCard(paymentMethodId: string): Promise<void>;
+}
+
 /** Where top-ups are paid: Stripe Checkout in production, a local stand-in for `npm start`. */
-export interface PaymentProvider extends PaymentRefunds {
+export interface PaymentProvider extends PaymentRefunds, SavedCardPayments {
   readonly name: "stripe" | "local";
   createCheckoutSession(request: CheckoutRequest): Promise<CheckoutSession>;
 }

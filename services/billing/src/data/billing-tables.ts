@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import {
   bigint,
   bigserial,
+  boolean,
   check,
   index,
   integer,
@@ -37,11 +38,37 @@ export const walletsTable = pgTable(
     status: text("status").$type<"open" | "closed">().notNull().default("open"),
     createdAt: at("created_at").notNull().defaultNow(),
     closedAt: at("closed_at"),
+    /** The player's spending limits (play and storage charges) per UTC day and UTC calendar month; null: none. */
+    dailySpendLimit: money("daily_spend_limit"),
+    monthlySpendLimit: money("monthly_spend_limit"),
+    /**
+     * Spending so far in the UTC day `spendDay` (YYYY-MM-DD) and month `spendMonth` (YYYY-MM), moved in the same
+     * update as every charge's ledger entry; a charge in a later period starts the count again.
+     */
+    spendDay: text("spend_day"),
+    spentDay: money("spent_day").notNull().default(0),
+    spendMonth: text("spend_month"),
+    spentMonth: money("spent_month").notNull().default(0),
+    /** Auto-recharge: when a charge takes the balance under `threshold`, the saved card is charged up to `to`. */
+    autoRechargeEnabled: boolean("auto_recharge_enabled").notNull().default(false),
+    autoRechargeThreshold: money("auto_recharge_threshold"),
+    autoRechargeTo: money("auto_recharge_to"),
+    /** Recharges (paid or under way) in one UTC calendar month never add up to more than this. */
+    autoRechargeMonthlyLimit: money("auto_recharge_monthly_limit"),
+    /** Failed recharges since the last one that succeeded; at three auto-recharge turns itself off. */
+    autoRechargeFailures: integer("auto_recharge_failures").notNull().default(0),
+    /** Why auto-recharge turned itself off (failures, the card removed); cleared when the player turns it on. */
+    autoRechargeOffReason: text("auto_recharge_off_reason"),
+    /** Why the last recharge that was due was not made (the monthly limit); cleared by the next recharge. */
+    autoRechargeSkipped: text("auto_recharge_skipped"),
+    /** The Stripe Customer that saved cards belong to (created at the first card setup). */
+    stripeCustomerId: text("stripe_customer_id"),
   },
   (t) => [
     check("wallets_balance_non_negative", sql`${t.balance} >= 0`),
     check("wallets_held_within_balance", sql`${t.held} >= 0 and ${t.held} <= ${t.balance}`),
     check("wallets_shortfall_non_negative", sql`${t.shortfall} >= 0`),
+    check("wallets_spent_non_negative", sql`${t.spentDay} >= 0 and ${t.spentMonth} >= 0`),
   ],
 );
 
@@ -114,6 +141,8 @@ export const meteredSessionsTable = pgTable(
     exhaustedAt: at("exhausted_at"),
     /** The forecast last published in credits.low: when the wallet stops paying; null while it covers enough. */
     lowCreditRunsOutAt: at("low_credit_runs_out_at"),
+    /** What that forecast's stop is for: `balance`, or the spending limit's period (`day`, `month`). */
+    lowCreditReason: text("low_credit_reason"),
     /** Minor units the wallet could not cover (the balance never goes negative). */
     uncovered: money("uncovered").notNull().default(0),
   },
@@ -125,7 +154,23 @@ export const meteredSessionsTable = pgTable(
   ],
 );
 
-/** Top-ups the user asked for; credited only by the provider's webhook, keyed by checkout session. */
+export type TopupStatus =
+  | "creating"
+  | "open"
+  | "paid"
+  // Paid to a closed wallet: the refund recorded as intended but not yet confirmed by Stripe.
+  | "refund_pending"
+  | "refunded_closed_wallet"
+  // Auto-recharges only: the off-session payment was declined, or the bank wants the player to confirm it.
+  | "failed"
+  | "requires_action";
+
+/**
+ * Money paid in: a top-up the player asked for (origin `checkout`, credited by the provider's webhook, keyed by
+ * checkout session) or an auto-recharge (origin `auto_recharge`: an off-session PaymentIntent on the saved card,
+ * `creating` while the intent is recorded but Stripe not yet answered, `open` while its webhook is awaited).
+ * Refunds and disputes find either by its payment intent.
+ */
 export const topupsTable = pgTable(
   "topups",
   {
@@ -136,13 +181,16 @@ export const topupsTable = pgTable(
     /** The client's Idempotency-Key header, when sent. */
     clientKey: text("client_key"),
     provider: text("provider").notNull(),
+    origin: text("origin").$type<"checkout" | "auto_recharge">().notNull().default("checkout"),
     checkoutSessionId: text("checkout_session_id"),
     checkoutUrl: text("checkout_url"),
-    status: text("status")
-      // refund_pending: paid to a closed wallet, the refund recorded as intended but not yet confirmed by Stripe.
-      .$type<"creating" | "open" | "paid" | "refund_pending" | "refunded_closed_wallet">()
-      .notNull()
-      .default("creating"),
+    status: text("status").$type<TopupStatus>().notNull().default("creating"),
+    /** Auto-recharge: the saved card charged (a payment_methods row). */
+    paymentMethodRef: uuid("payment_method_ref"),
+    /** Auto-recharge: not sent to Stripe again before this (a replica that claimed it is calling Stripe). */
+    nextAttemptAt: at("next_attempt_at"),
+    /** Auto-recharge: why the payment failed or needs the player, in Stripe's words. */
+    failureMessage: text("failure_message"),
     /** Stripe's payment intent of the paid checkout: refunds and disputes name it. */
     paymentIntentId: text("payment_intent_id"),
     /** Credit already taken back by refunds of this payment (cumulative, never above `amount`). */
@@ -155,6 +203,57 @@ export const topupsTable = pgTable(
     index("topups_checkout_session_idx").on(t.checkoutSessionId),
     index("topups_payment_intent_idx").on(t.paymentIntentId),
     check("topups_amount_positive", sql`${t.amount} > 0`),
+    // Never two recharges in flight for one wallet, whatever races.
+    uniqueIndex("topups_one_recharge_in_flight")
+      .on(t.accountId)
+      .where(sql`${t.origin} = 'auto_recharge' and ${t.status} in ('creating', 'open')`),
+    index("topups_recharges_idx")
+      .on(t.accountId, t.createdAt)
+      .where(sql`${t.origin} = 'auto_recharge'`),
+  ],
+);
+
+/** A Checkout Session in setup mode the platform opened to save a card; only these save one. */
+export const cardSetupsTable = pgTable(
+  "card_setups",
+  {
+    id: uuid("id").primaryKey(),
+    accountId: text("account_id").notNull(),
+    checkoutSessionId: text("checkout_session_id"),
+    checkoutUrl: text("checkout_url"),
+    status: text("status").$type<"creating" | "open" | "complete">().notNull().default("creating"),
+    createdAt: at("created_at").notNull().defaultNow(),
+    completedAt: at("completed_at"),
+  },
+  (t) => [index("card_setups_checkout_session_idx").on(t.checkoutSessionId)],
+);
+
+/**
+ * Cards saved for auto-recharge. At most one `active` per account; a replaced or removed card is `detaching`
+ * until Stripe has detached it (the call is made after the transaction that decided it), then `detached`.
+ */
+export const paymentMethodsTable = pgTable(
+  "payment_methods",
+  {
+    id: uuid("id").primaryKey(),
+    accountId: text("account_id").notNull(),
+    customerId: text("customer_id").notNull(),
+    paymentMethodId: text("payment_method_id").notNull(),
+    brand: text("brand").notNull(),
+    last4: text("last4").notNull(),
+    expMonth: integer("exp_month").notNull(),
+    expYear: integer("exp_year").notNull(),
+    status: text("status").$type<"active" | "detaching" | "detached">().notNull().default("active"),
+    createdAt: at("created_at").notNull().defaultNow(),
+    removedAt: at("removed_at"),
+  },
+  (t) => [
+    uniqueIndex("payment_methods_one_active")
+      .on(t.accountId)
+      .where(sql`${t.status} = 'active'`),
+    index("payment_methods_detaching_idx")
+      .on(t.createdAt)
+      .where(sql`${t.status} = 'detaching'`),
   ],
 );
 
@@ -229,4 +328,6 @@ export const billingTables = {
   storagePeriodsTable,
   disputesTable,
   paymentReviewsTable,
+  cardSetupsTable,
+  paymentMethodsTable,
 };

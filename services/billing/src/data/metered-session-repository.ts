@@ -1,6 +1,6 @@
-import { and, asc, eq, gt, isNotNull, lte, sql } from "drizzle-orm";
+import { and, asc, eq, gt, lte, sql } from "drizzle-orm";
 import { meteredSessionsTable } from "./billing-tables";
-import type { BillingDatabase, BillingTransaction } from "./wallet-repository";
+import type { BillingDatabase, BillingTransaction, SpendPeriods } from "./wallet-repository";
 
 export type MeteredSession = typeof meteredSessionsTable.$inferSelect;
 
@@ -64,6 +64,7 @@ const recordset = (charges: MinuteCharge[]) => sql`jsonb_to_recordset(${JSON.str
 export async function chargeMinutesInBulk(
   tx: BillingTransaction,
   charges: MinuteCharge[],
+  periods: SpendPeriods,
 ): Promise<Set<string>> {
   if (charges.length === 0) return new Set();
   const inserted = await tx.execute(sql`
@@ -79,7 +80,11 @@ export async function chargeMinutesInBulk(
   if (applied.length > 0) {
     const batch = recordset(applied);
     await tx.execute(sql`
-      update wallets w set balance = w.balance - c.amount, held = w.held - c.from_hold
+      update wallets w set balance = w.balance - c.amount, held = w.held - c.from_hold,
+             spent_day = case when w.spend_day = ${periods.day} then w.spent_day else 0 end + c.amount,
+             spend_day = ${periods.day},
+             spent_month = case when w.spend_month = ${periods.month} then w.spent_month else 0 end + c.amount,
+             spend_month = ${periods.month}
         from ${batch} where w.account_id = c.account_id`);
     await tx.execute(sql`
       update holds h set remaining = h.remaining - c.from_hold
@@ -117,23 +122,17 @@ export async function lockMeteredSession(
   return rows[0];
 }
 
-/** The account's running session that billing last told sessions its credit runs out for, locked. */
-export async function lockLowCreditSession(
+/** The account's running metered sessions (normally one), locked in session order. */
+export async function lockRunningSessionsOf(
   tx: BillingTransaction,
   accountId: string,
-): Promise<MeteredSession | undefined> {
-  const rows = await tx
+): Promise<MeteredSession[]> {
+  return tx
     .select()
     .from(meteredSessionsTable)
-    .where(
-      and(
-        eq(meteredSessionsTable.accountId, accountId),
-        eq(meteredSessionsTable.status, "running"),
-        isNotNull(meteredSessionsTable.lowCreditRunsOutAt),
-      ),
-    )
+    .where(and(eq(meteredSessionsTable.accountId, accountId), eq(meteredSessionsTable.status, "running")))
+    .orderBy(asc(meteredSessionsTable.sessionId))
     .for("update");
-  return rows[0];
 }
 
 /** Records a session for metering; false when it was already recorded. */
@@ -162,6 +161,7 @@ export async function saveMeteredSession(
       uncovered: session.uncovered,
       exhaustedAt: session.exhaustedAt,
       lowCreditRunsOutAt: session.lowCreditRunsOutAt,
+      lowCreditReason: session.lowCreditReason,
       status: session.status,
       stoppedAt: session.stoppedAt,
     })

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { and, eq, inArray, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gte, inArray, or, sql } from "drizzle-orm";
 import type { SqlExecutor } from "@cgs/shared";
 import { disputesTable, paymentReviewsTable, stripeEventsTable, topupsTable } from "./billing-tables";
 import {
@@ -288,7 +288,10 @@ export async function updateTopup(
   tx: BillingTransaction,
   id: string,
   values: Partial<
-    Pick<TopupRow, "status" | "paidAt" | "paymentIntentId" | "refundedAmount" | "checkoutSessionId">
+    Pick<
+      TopupRow,
+      "status" | "paidAt" | "paymentIntentId" | "refundedAmount" | "checkoutSessionId" | "failureMessage"
+    >
   >,
 ): Promise<void> {
   await tx.update(topupsTable).set(values).where(eq(topupsTable.id, id));
@@ -342,4 +345,106 @@ export async function hasOpenDispute(executor: SqlExecutor, accountId: string): 
     .where(and(eq(disputesTable.accountId, accountId), eq(disputesTable.status, "open")))
     .limit(1);
   return rows.length > 0;
+}
+
+// ---------- auto-recharges (topups with origin auto_recharge) ----------
+
+const IN_FLIGHT = ["creating", "open"] as const;
+const isRecharge = eq(topupsTable.origin, "auto_recharge");
+
+/** Records a recharge's intent; undefined when the wallet already has one in flight (the unique index). */
+export async function insertRecharge(
+  tx: BillingTransaction,
+  recharge: NewTopup,
+): Promise<TopupRow | undefined> {
+  const rows = await tx
+    .insert(topupsTable)
+    .values({ ...recharge, origin: "auto_recharge", status: "creating" })
+    .onConflictDoNothing()
+    .returning();
+  return rows[0];
+}
+
+export async function hasRechargeInFlight(executor: SqlExecutor, accountId: string): Promise<boolean> {
+  const rows = await executor
+    .select({ id: topupsTable.id })
+    .from(topupsTable)
+    .where(and(eq(topupsTable.accountId, accountId), isRecharge, inArray(topupsTable.status, [...IN_FLIGHT])))
+    .limit(1);
+  return rows.length > 0;
+}
+
+/** What the account's recharges made since `since` add up to: paid ones and those under way. */
+export async function rechargedSince(executor: SqlExecutor, accountId: string, since: Date): Promise<number> {
+  const rows = await executor
+    .select({ total: sql<string | null>`sum(${topupsTable.amount})` })
+    .from(topupsTable)
+    .where(
+      and(
+        eq(topupsTable.accountId, accountId),
+        isRecharge,
+        inArray(topupsTable.status, [...IN_FLIGHT, "paid"]),
+        gte(topupsTable.createdAt, since),
+      ),
+    );
+  return Number(rows[0]?.total ?? 0);
+}
+
+export async function latestRecharge(
+  executor: SqlExecutor,
+  accountId: string,
+): Promise<TopupRow | undefined> {
+  const rows = await executor
+    .select()
+    .from(topupsTable)
+    .where(and(eq(topupsTable.accountId, accountId), isRecharge))
+    .orderBy(desc(topupsTable.createdAt))
+    .limit(1);
+  return rows[0];
+}
+
+/**
+ * Claims recharges whose intent is recorded but not yet answered by Stripe, due at `now`: each is not handed out
+ * again before `leaseUntil`, so replicas and retries never call Stripe for it at once. No lock outlives this
+ * statement, so none is held across the network call.
+ */
+export async function claimDueRecharges(
+  executor: SqlExecutor,
+  now: Date,
+  leaseUntil: Date,
+  limit: number,
+): Promise<TopupRow[]> {
+  const due = sql`(select id from topups
+     where origin = 'auto_recharge' and status = 'creating' and next_attempt_at <= ${now.toISOString()}::timestamptz
+     order by next_attempt_at limit ${limit} for update skip locked)`;
+  return executor
+    .update(topupsTable)
+    .set({ nextAttemptAt: leaseUntil })
+    .where(sql`${topupsTable.id} in ${due}`)
+    .returning();
+}
+
+/** The recharge a payment_intent event is about: by the id Stripe carries back in metadata, or its intent. */
+export async function lockRecharge(
+  tx: BillingTransaction,
+  where: { rechargeId?: string; paymentIntentId?: string },
+): Promise<TopupRow | undefined> {
+  const byId = topupIdOf(where.rechargeId);
+  const conditions = [
+    ...(byId ? [eq(topupsTable.id, byId)] : []),
+    ...(where.paymentIntentId ? [eq(topupsTable.paymentIntentId, where.paymentIntentId)] : []),
+  ];
+  if (conditions.length === 0) return undefined;
+  const rows = await tx
+    .select()
+    .from(topupsTable)
+    .where(and(isRecharge, or(...conditions)))
+    .orderBy(asc(topupsTable.id))
+    .for("update");
+  return rows.find((r) => r.id === byId) ?? rows[0];
+}
+
+export async function lockTopup(tx: BillingTransaction, id: string): Promise<TopupRow | undefined> {
+  const rows = await tx.select().from(topupsTable).where(eq(topupsTable.id, id)).for("update");
+  return rows[0];
 }

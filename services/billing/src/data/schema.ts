@@ -9,4 +9,6 @@ export {
   storagePeriodsTable,
   disputesTable,
   paymentReviewsTable,
+  cardSetupsTable,
+  paymentMethodsTable,
 } from "./billing-tables";

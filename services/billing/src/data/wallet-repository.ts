@@ -72,6 +72,47 @@ export async function lockWalletsInOrder(tx: BillingTransaction, accountIds: str
     .for("update");
 }
 
+/** The wallet's settings: spending limits and auto-recharge (never the money, which moves only with the ledger). */
+export type WalletSettings = Partial<
+  Pick<
+    WalletRow,
+    | "dailySpendLimit"
+    | "monthlySpendLimit"
+    | "autoRechargeEnabled"
+    | "autoRechargeThreshold"
+    | "autoRechargeTo"
+    | "autoRechargeMonthlyLimit"
+    | "autoRechargeFailures"
+    | "autoRechargeOffReason"
+    | "autoRechargeSkipped"
+  >
+>;
+
+/** Changes settings of a wallet the caller has locked, and the row in hand with them. */
+export async function updateWalletSettings(
+  tx: BillingTransaction,
+  wallet: WalletRow,
+  changes: WalletSettings,
+): Promise<void> {
+  if (Object.keys(changes).length === 0) return;
+  await tx.update(walletsTable).set(changes).where(eq(walletsTable.accountId, wallet.accountId));
+  Object.assign(wallet, changes);
+}
+
+/** Records the account's Stripe Customer unless one is recorded already; answers the one that is. */
+export async function storeCustomerIfMissing(
+  executor: SqlExecutor,
+  accountId: string,
+  customerId: string,
+): Promise<string> {
+  const rows = await executor
+    .update(walletsTable)
+    .set({ stripeCustomerId: sql`coalesce(${walletsTable.stripeCustomerId}, ${customerId})` })
+    .where(eq(walletsTable.accountId, accountId))
+    .returning({ customerId: walletsTable.stripeCustomerId });
+  return rows[0]?.customerId ?? customerId;
+}
+
 /** Closes the wallet (account purge): no top-ups, starts or storage charges afterwards. */
 export async function markWalletClosed(tx: BillingTransaction, accountId: string, at: Date): Promise<void> {
   await tx
@@ -95,6 +136,31 @@ export interface LedgerPosting {
    * settles it first).
    */
   shortfallDelta?: number;
+  /**
+   * Play and storage: the entry counts as spending (a debit adds, a refunded debit takes away) in this UTC day and
+   * month, moved in the same update.
+   */
+  spending?: SpendPeriods;
+}
+
+/** A UTC day (YYYY-MM-DD) and calendar month (YYYY-MM): the periods of spending limits. */
+export interface SpendPeriods {
+  day: string;
+  month: string;
+}
+
+/** The wallet's spending counters after `spent` more (negative: given back) in `periods`. */
+export function countSpending(
+  wallet: Pick<WalletRow, "spendDay" | "spentDay" | "spendMonth" | "spentMonth">,
+  periods: SpendPeriods,
+  spent: number,
+): Pick<WalletRow, "spendDay" | "spentDay" | "spendMonth" | "spentMonth"> {
+  return {
+    spendDay: periods.day,
+    spentDay: Math.max(0, (wallet.spendDay === periods.day ? wallet.spentDay : 0) + spent),
+    spendMonth: periods.month,
+    spentMonth: Math.max(0, (wallet.spendMonth === periods.month ? wallet.spentMonth : 0) + spent),
+  };
 }
 
 export type PostingResult =
@@ -131,17 +197,20 @@ export async function postLedgerEntry(
     .onConflictDoNothing({ target: ledgerEntriesTable.reference })
     .returning({ id: ledgerEntriesTable.id });
   if (inserted.length === 0) return { applied: false, reason: "duplicate" };
+  const counters = posting.spending ? countSpending(wallet, posting.spending, -posting.amount) : {};
   await tx
     .update(walletsTable)
     .set({
       balance: sql`${walletsTable.balance} + ${posting.amount + shortfallDelta}`,
       held: sql`${walletsTable.held} + ${posting.heldDelta ?? 0}`,
       shortfall: sql`${walletsTable.shortfall} + ${shortfallDelta}`,
+      ...counters,
     })
     .where(eq(walletsTable.accountId, wallet.accountId));
   wallet.balance = balance;
   wallet.held = held;
   wallet.shortfall = shortfall;
+  Object.assign(wallet, counters);
   // Counted at the one place money moves; a transaction rolled back after this overcounts (rare, and only up).
   if (posting.amount !== 0)
     metrics.credits.labels(posting.amount > 0 ? "in" : "out", wallet.currency).inc(Math.abs(posting.amount));

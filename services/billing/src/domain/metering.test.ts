@@ -22,7 +22,7 @@ import {
 import { creditWallet } from "../testing/wallet-fixtures";
 import { billingEventHandlers } from "../events/billing-event-handlers";
 import { billingSettings, type BillingDeps } from "./billing-deps";
-import { meterRunningSessions, reforecastAfterCredit, releaseExpiredHolds } from "./metering";
+import { meterRunningSessions, reforecastAccount, releaseExpiredHolds } from "./metering";
 import { authorizeStart } from "./start-authorization";
 import { chargeStoragePeriods, getStorageBilling } from "./storage-billing";
 import { readWallet } from "./wallets";
@@ -261,23 +261,43 @@ describe("metering, holds, storage and purge (real PostgreSQL, controlled clock)
     }
   });
 
-  it("when the balance cannot cover the next minute, then credits.exhausted is published once to the sessions queue and the balance stops at zero", async () => {
+  it("when a minute starts that the balance cannot pay in full, then credits.exhausted is published once to the sessions queue, at the time the forecast announced, and the balance stops at zero", async () => {
     const accountId = await newAccount(35);
     const sessionId = `s-${randomUUID()}`;
     const t0 = clock.now();
     await consume(started(accountId, sessionId, t0));
+    const mine = async () =>
+      (
+        await fixture.database.db
+          .select()
+          .from(outboxTable)
+          .where(eq(outboxTable.eventType, "credits.exhausted"))
+      )
+        .filter((row) => row.payload.accountId === accountId)
+        .map((row) => row.payload.data);
     clock.advance(2.5 * MINUTE);
+    await meterRunningSessions(deps);
+    // Minutes 0-2 are paid and 5 is left: the paid minute runs to its end, and the stop is announced for minute 3.
+    expect(await mine()).toEqual([]);
+    const forecast = (
+      await fixture.database.db.select().from(outboxTable).where(eq(outboxTable.eventType, "credits.low"))
+    ).filter((row) => row.payload.accountId === accountId);
+    expect(forecast.at(-1)!.payload.data).toMatchObject({
+      runsOutAt: new Date(t0.getTime() + 3 * MINUTE).toISOString(),
+      reason: "balance",
+    });
+    clock.set(new Date(t0.getTime() + 3 * MINUTE + 1_000));
     await meterRunningSessions(deps);
     const exhausted = await fixture.database.db
       .select()
       .from(outboxTable)
       .where(and(eq(outboxTable.eventType, "credits.exhausted")));
-    const mine = exhausted.filter((row) => row.payload.accountId === accountId);
-    expect(mine).toHaveLength(1);
-    expect(mine[0]!.destination).toBe("test-metering-cgs-sessions");
-    expect(mine[0]!.payload.data).toEqual({ sessionId, balance: 5, currency: "USD" });
+    const rows = exhausted.filter((row) => row.payload.accountId === accountId);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.destination).toBe("test-metering-cgs-sessions");
+    expect(rows[0]!.payload.data).toEqual({ sessionId, balance: 0, currency: "USD", reason: "balance" });
     // Minutes keep being counted until sessions stops the instance; what the wallet lacks is recorded, not owed.
-    clock.advance(2 * MINUTE);
+    clock.set(new Date(t0.getTime() + 4.5 * MINUTE));
     await meterRunningSessions(deps);
     expect((await wallet(accountId)).balance).toBe(0);
     await consume(stopped(accountId, sessionId, t0, clock.now()));
@@ -481,7 +501,7 @@ describe("metering, holds, storage and purge (real PostgreSQL, controlled clock)
     expect(events.filter((e) => (e.payload as AnyEvent).accountId === accountId)).toHaveLength(1);
 
     await creditWallet(deps, accountId, 5_000);
-    await reforecastAfterCredit(deps, accountId);
+    await reforecastAccount(deps, accountId);
     expect((await forecasts()).at(-1)).toBeNull();
     clock.set(new Date(t0.getTime() + 23 * MINUTE));
     await meterRunningSessions(deps);

@@ -1,4 +1,4 @@
-import { createEvent, metrics, type EventEnvelope } from "@cgs/shared";
+import { createEvent, metrics, type EventEnvelope, type SpendLimitRef } from "@cgs/shared";
 import {
   listExpiredHolds,
   lockActiveHold,
@@ -10,8 +10,8 @@ import {
   chargeMinutesInBulk,
   claimDueSessions,
   insertMeteredSession,
-  lockLowCreditSession,
   lockMeteredSession,
+  lockRunningSessionsOf,
   saveMeteredSession,
   type MeteredSession,
   type MinuteCharge,
@@ -24,7 +24,9 @@ import {
   type BillingTransaction,
   type WalletRow,
 } from "../data/wallet-repository";
+import { rechargeIfCrossed } from "./auto-recharge";
 import type { BillingDeps } from "./billing-deps";
+import { allowances, spendPeriodsAt, tightestAllowance, type Allowance } from "./spend-limits";
 import { releaseHoldInTransaction } from "./start-authorization";
 import { ensureWalletCreated } from "./wallets";
 
@@ -48,19 +50,35 @@ interface ChargeContext {
   hold: Hold | undefined;
 }
 
+/** Why a minute could not be paid in full: the balance ran dry, or a spending limit was reached. */
+type Shortfall = { reason: "balance" } | { reason: "spend_limit"; allowance: Allowance };
+
 /**
- * Charges minutes chargedMinutes .. upTo-1 of the session. Money comes from the session's own hold
- * first, then from the unheld balance; what the wallet cannot cover is recorded as uncovered instead of
- * driving the balance negative. Each minute's ledger reference is unique, so a retry never charges twice.
+ * Charges minutes chargedMinutes .. upTo-1 of the session. Money comes from the session's own hold first, then
+ * from the unheld balance, and never past a spending limit: what the wallet cannot cover, or the limit does not
+ * allow, is recorded as uncovered instead (the balance never goes negative, spending never passes the limit).
+ * Each minute's ledger reference is unique, so a retry never charges twice. Returns why the first minute that was
+ * not paid in full was not, if one was not.
  */
-async function chargeMinutes(ctx: ChargeContext, upTo: number): Promise<void> {
-  const { tx, session, wallet, hold } = ctx;
+async function chargeMinutes(ctx: ChargeContext, upTo: number): Promise<Shortfall | undefined> {
+  const { tx, deps, session, wallet, hold } = ctx;
   const rate = session.ratePerMinute;
+  const now = deps.clock.now();
+  const spending = spendPeriodsAt(now);
+  let short: Shortfall | undefined;
   while (session.chargedMinutes < upTo) {
     const minute = session.chargedMinutes;
     const holdRemaining = hold?.remaining ?? 0;
     const available = wallet.balance - (wallet.held - holdRemaining);
-    const amount = Math.max(0, Math.min(rate, available));
+    const allowance = tightestAllowance(wallet, now);
+    const payable = Math.min(available, allowance?.left ?? Infinity);
+    const amount = Math.max(0, Math.min(rate, payable));
+    if (amount < rate && !short) {
+      short =
+        allowance && allowance.left < available
+          ? { reason: "spend_limit", allowance }
+          : { reason: "balance" };
+    }
     if (amount > 0) {
       const fromHold = Math.min(holdRemaining, amount);
       const posted = await postLedgerEntry(tx, wallet, {
@@ -68,6 +86,7 @@ async function chargeMinutes(ctx: ChargeContext, upTo: number): Promise<void> {
         reference: usageReference(session.sessionId, minute),
         amount: -amount,
         heldDelta: -fromHold,
+        spending,
         details: { sessionId: session.sessionId, minute, ratePerMinute: rate, uncovered: rate - amount },
       });
       if (posted.applied && hold) hold.remaining -= fromHold;
@@ -76,42 +95,85 @@ async function chargeMinutes(ctx: ChargeContext, upTo: number): Promise<void> {
     session.chargedMinutes += 1;
   }
   if (hold) await saveHoldRemaining(tx, hold);
+  return short;
 }
 
-/** Publishes credits.exhausted once per session when the wallet cannot pay for the session's next minute. */
-async function signalExhaustion(ctx: ChargeContext): Promise<void> {
-  const { tx, deps, session, wallet, hold } = ctx;
-  if (session.status !== "running" || session.exhaustedAt) return;
-  const available = wallet.balance - (wallet.held - (hold?.remaining ?? 0));
-  if (available >= session.ratePerMinute) return;
+const limitRef = (a: Allowance): SpendLimitRef => ({ period: a.period, amount: a.limit });
+
+/**
+ * A minute started that could not be paid in full: credits.exhausted is published once per session, naming it and
+ * why (the balance, or the spending limit reached), and sessions stops that session. This is the moment the
+ * forecast announced (the start of the first minute not paid for), not a minute before it.
+ */
+async function signalStop(ctx: ChargeContext, short: Shortfall | undefined): Promise<void> {
+  const { tx, deps, session, wallet } = ctx;
+  if (!short || session.status !== "running" || session.exhaustedAt) return;
   session.exhaustedAt = deps.clock.now();
   const event: EventEnvelope<"credits.exhausted"> = createEvent("credits.exhausted", session.accountId, {
     sessionId: session.sessionId,
     balance: wallet.balance,
     currency: wallet.currency,
+    reason: short.reason,
+    ...(short.reason === "spend_limit" ? { spendLimit: limitRef(short.allowance) } : {}),
   });
   await deps.publisher.publish(tx, event);
-  deps.logger.info({ accountId: session.accountId, sessionId: session.sessionId }, "credits exhausted");
+  deps.logger.info(
+    { accountId: session.accountId, sessionId: session.sessionId, reason: short.reason },
+    "session can no longer be paid for",
+  );
+}
+
+/** When the first minute the session cannot have starts, and why; undefined while that is far off. */
+interface StopForecast {
+  runsOutAt: Date;
+  /** `balance`, or the period of the spending limit that ends it (the metered_sessions column's values). */
+  reason: "balance" | Allowance["period"];
+  allowance?: Allowance;
+}
+
+function forecastOf(ctx: ChargeContext): StopForecast | undefined {
+  const { deps, session, wallet, hold } = ctx;
+  const { minuteMs, lowCreditWarningMinutes } = deps.settings;
+  const rate = session.ratePerMinute;
+  const startOf = (minutes: number) => new Date(session.startedAt.getTime() + minutes * minuteMs);
+  const available = wallet.balance - (wallet.held - (hold?.remaining ?? 0));
+  let best: StopForecast & { minutes: number } = {
+    minutes: Math.max(0, Math.floor(available / rate)),
+    reason: "balance",
+    runsOutAt: new Date(0),
+  };
+  // Limits are read as they stand when the next minute starts; one that resets before it would stop the session
+  // (midnight UTC, the first of the month) stops nothing. A limit that ends play when the balance does wins.
+  for (const allowance of allowances(wallet, startOf(session.chargedMinutes))) {
+    const minutes = Math.floor(allowance.left / rate);
+    if (startOf(session.chargedMinutes + minutes) >= allowance.resetsAt) continue;
+    if (minutes <= best.minutes)
+      best = { minutes, reason: allowance.period, allowance, runsOutAt: new Date(0) };
+  }
+  if (best.minutes >= lowCreditWarningMinutes) return undefined;
+  return { ...best, runsOutAt: startOf(session.chargedMinutes + best.minutes) };
 }
 
 /**
- * Tells sessions when this running session's credit runs out once that is near: the wallet pays for
- * `minutesLeft` more minutes, so the first unpaid minute starts at startedAt + (charged + minutesLeft) minutes,
- * when metering signals exhaustion and sessions stops it. Sent again whenever the forecast moves (each minute
- * charged, a top-up), and once with null when the wallet covers enough again. Poll shows it as a warning.
+ * Tells sessions when this running session will be stopped once that is near: the first minute the wallet cannot
+ * pay (or a spending limit does not allow) starts at startedAt + (charged + minutes left) minutes, when metering
+ * signals the stop. Sent again whenever the forecast moves (each minute charged, a top-up, a changed limit), and
+ * once with null when enough is left again. Poll shows it as a warning.
  */
-async function forecastCredit(ctx: ChargeContext): Promise<void> {
-  const { tx, deps, session, wallet, hold } = ctx;
+async function forecastStop(ctx: ChargeContext): Promise<void> {
+  const { tx, deps, session, wallet } = ctx;
   if (session.status !== "running" || session.exhaustedAt || session.ratePerMinute <= 0) return;
-  const available = wallet.balance - (wallet.held - (hold?.remaining ?? 0));
-  const minutesLeft = Math.max(0, Math.floor(available / session.ratePerMinute));
-  const { minuteMs, lowCreditWarningMinutes } = deps.settings;
-  const runsOutAt =
-    minutesLeft < lowCreditWarningMinutes
-      ? new Date(session.startedAt.getTime() + (session.chargedMinutes + minutesLeft) * minuteMs)
-      : null;
-  if ((runsOutAt?.getTime() ?? null) === (session.lowCreditRunsOutAt?.getTime() ?? null)) return;
+  const forecast = forecastOf(ctx);
+  const runsOutAt = forecast?.runsOutAt ?? null;
+  const reason = forecast?.reason ?? null;
+  if (
+    (runsOutAt?.getTime() ?? null) === (session.lowCreditRunsOutAt?.getTime() ?? null) &&
+    reason === session.lowCreditReason
+  ) {
+    return;
+  }
   session.lowCreditRunsOutAt = runsOutAt;
+  session.lowCreditReason = reason;
   await deps.publisher.publish(
     tx,
     createEvent("credits.low", session.accountId, {
@@ -119,6 +181,8 @@ async function forecastCredit(ctx: ChargeContext): Promise<void> {
       runsOutAt: runsOutAt ? runsOutAt.toISOString() : null,
       balance: wallet.balance,
       currency: wallet.currency,
+      reason: forecast?.allowance ? "spend_limit" : "balance",
+      ...(forecast?.allowance ? { spendLimit: limitRef(forecast.allowance) } : {}),
     }),
   );
 }
@@ -150,25 +214,29 @@ async function chargeDue(
     now < session.startedAt
       ? 0
       : minutesStarted(session, new Date(now.getTime() + 1), deps.settings.minuteMs);
-  await chargeMinutes(ctx, due);
-  await signalExhaustion(ctx);
-  await forecastCredit(ctx);
+  const balanceBefore = wallet.balance;
+  const short = await chargeMinutes(ctx, due);
+  await signalStop(ctx, short);
+  await rechargeIfCrossed(tx, deps, wallet, balanceBefore);
+  await forecastStop(ctx);
   await saveSession(tx, deps, session);
 }
 
 /**
- * After a top-up: the account's session whose credit end sessions was told about gets a fresh forecast at once
- * (most often: it covers enough now, and the warning goes), rather than at its next metered minute.
+ * After a credit or a changed spending limit: the account's running sessions get a fresh forecast at once (a warning
+ * appears, moves or goes), rather than at their next metered minute. Locks sessions before the wallet, as metering.
  */
-export async function reforecastAfterCredit(deps: BillingDeps, accountId: string): Promise<void> {
+export async function reforecastAccount(deps: BillingDeps, accountId: string): Promise<void> {
   await deps.db.transaction(async (tx) => {
-    const session = await lockLowCreditSession(tx, accountId);
-    if (!session) return;
+    const sessions = await lockRunningSessionsOf(tx, accountId);
+    if (sessions.length === 0) return;
     const wallet = await lockWallet(tx, accountId);
     if (!wallet) return;
-    const hold = await lockActiveHold(tx, session.sessionId);
-    await forecastCredit({ tx, deps, session, wallet, hold });
-    await saveSession(tx, deps, session);
+    for (const session of sessions) {
+      const hold = await lockActiveHold(tx, session.sessionId);
+      await forecastStop({ tx, deps, session, wallet, hold });
+      await saveSession(tx, deps, session);
+    }
   });
 }
 
@@ -232,8 +300,10 @@ export async function stopMetering(
   const hold = await lockActiveHold(tx, session.sessionId);
   const ctx = { tx, deps, session, wallet, hold };
   const total = minutesStarted(session, stoppedAt, deps.settings.minuteMs);
+  const balanceBefore = wallet.balance;
   await chargeMinutes(ctx, total);
   if (session.chargedMinutes > total) await refundMinutes(ctx, total);
+  await rechargeIfCrossed(tx, deps, wallet, balanceBefore);
   session.status = "stopped";
   session.stoppedAt = stoppedAt;
   await saveSession(tx, deps, session);
@@ -241,7 +311,8 @@ export async function stopMetering(
 }
 
 async function refundMinutes(ctx: ChargeContext, keep: number): Promise<void> {
-  const { tx, session, wallet } = ctx;
+  const { tx, deps, session, wallet } = ctx;
+  const spending = spendPeriodsAt(deps.clock.now());
   const refs = [];
   for (let m = keep; m < session.chargedMinutes; m++) refs.push(usageReference(session.sessionId, m));
   const charged = await findLedgerAmounts(tx, refs);
@@ -251,6 +322,7 @@ async function refundMinutes(ctx: ChargeContext, keep: number): Promise<void> {
       kind: "usage_refund",
       reference: refundReference(session.sessionId, minute),
       amount: -entry.amount,
+      spending,
       details: { sessionId: session.sessionId, minute, reason: "charged after the session stopped" },
     });
   }
@@ -289,9 +361,9 @@ export async function endMetering(tx: BillingTransaction, deps: BillingDeps, end
 }
 
 /**
- * The tick's common case, charged set-based: exactly one minute due, the session alone on its wallet in
- * the batch, and enough spendable money for this minute and the next (so nothing is uncovered and no
- * exhaustion is signalled). Everything else goes through chargeDue, one session at a time.
+ * The tick's common case, charged set-based: exactly one minute due, the session alone on its wallet in the batch,
+ * money and spending limits far from their end (so nothing is uncovered, no stop or warning is due), and no
+ * auto-recharge threshold crossed by this minute. Everything else goes through chargeDue, one session at a time.
  */
 function splitSimpleMinutes(
   deps: BillingDeps,
@@ -312,14 +384,19 @@ function splitSimpleMinutes(
     const due = now < session.startedAt ? 0 : minutesStarted(session, new Date(now.getTime() + 1), minuteMs);
     const holdRemaining = hold?.remaining ?? 0;
     const available = wallet ? wallet.balance - (wallet.held - holdRemaining) : 0;
+    const allowed = wallet ? (tightestAllowance(wallet, now)?.left ?? Infinity) : 0;
+    const margin = Math.max(2, deps.settings.lowCreditWarningMinutes + 1) * rate;
     if (
       !wallet ||
       perAccount.get(session.accountId) !== 1 ||
       due !== session.chargedMinutes + 1 ||
       rate <= 0 ||
-      // Near the end of the credit (or just past a warning), minutes go one by one: they forecast it.
-      available < Math.max(2, deps.settings.lowCreditWarningMinutes + 1) * rate ||
-      session.lowCreditRunsOutAt !== null
+      // Near the end of the credit or of a limit (or just past a warning), minutes go one by one: they forecast it.
+      Math.min(available, allowed) < margin ||
+      session.lowCreditRunsOutAt !== null ||
+      (wallet.autoRechargeEnabled &&
+        wallet.autoRechargeThreshold !== null &&
+        wallet.balance - rate < wallet.autoRechargeThreshold)
     ) {
       other.push(session);
       continue;
@@ -368,7 +445,7 @@ export async function meterRunningSessions(deps: BillingDeps, maxBatches = 1_000
       const walletByAccount = new Map(wallets.map((w) => [w.accountId, w]));
       const holdBySession = new Map(holds.map((h) => [h.sessionId, h]));
       const { simple, other } = splitSimpleMinutes(deps, sessions, walletByAccount, holdBySession, now);
-      const charged = await chargeMinutesInBulk(tx, simple);
+      const charged = await chargeMinutesInBulk(tx, simple, spendPeriodsAt(now));
       for (const c of simple)
         if (charged.has(c.sessionId))
           outByCurrency.set(c.currency, (outByCurrency.get(c.currency) ?? 0) + c.amount);

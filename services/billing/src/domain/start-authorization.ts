@@ -11,6 +11,7 @@ import {
 import { hasOpenDispute } from "../data/payment-repository";
 import { adjustHeld, lockWallet, type BillingTransaction, type WalletRow } from "../data/wallet-repository";
 import type { BillingDeps } from "./billing-deps";
+import { assertStartWithinLimits } from "./spend-limits";
 import type { StorageTierName } from "./storage-tiers";
 import { assertWalletOpen, lockOrCreateWallet, spendable } from "./wallets";
 
@@ -70,6 +71,7 @@ export async function authorizeStart(
         "A payment of this account is disputed; new sessions can start once the dispute is closed",
       );
     }
+    assertStartWithinLimits(wallet, holdAmount, deps.settings.holdMinutes, deps.clock.now());
     if (spendable(wallet) < holdAmount) {
       throw new AppError(
         "INSUFFICIENT_CREDITS",

@@ -9,7 +9,9 @@ import {
   type BillingTransaction,
   type WalletRow,
 } from "../data/wallet-repository";
+import { rechargeIfCrossed } from "./auto-recharge";
 import type { BillingDeps } from "./billing-deps";
+import { spendPeriodsAt } from "./spend-limits";
 import { billingPeriodAt, type BillingPeriod, type StorageTierName } from "./storage-tiers";
 
 export type StoragePeriodStatus = "paid" | "unpaid" | "none";
@@ -28,17 +30,21 @@ export async function chargeStoragePeriod(
   if (!tier || tier.pricePerPeriod === 0 || wallet.status === "closed") return "none";
   if ((await recordedPeriodStatus(tx, wallet.accountId, period.start)) === "paid") return "paid";
   const price = tier.pricePerPeriod;
+  const now = deps.clock.now();
   let status: "paid" | "unpaid" = "unpaid";
   if (wallet.balance - wallet.held >= price) {
+    const balanceBefore = wallet.balance;
+    // Storage counts toward spending limits, but a limit never leaves the volume unpaid: limits stop play.
     const posted = await postLedgerEntry(tx, wallet, {
       kind: "storage",
       reference: `storage:${wallet.accountId}:${period.key}`,
       amount: -price,
+      spending: spendPeriodsAt(now),
       details: { tier: tier.tier, sizeGb: tier.sizeGb, periodStart: period.start.toISOString() },
     });
     status = posted.applied || posted.reason === "duplicate" ? "paid" : "unpaid";
+    if (posted.applied) await rechargeIfCrossed(tx, deps, wallet, balanceBefore);
   }
-  const now = deps.clock.now();
   await saveStoragePeriod(tx, {
     accountId: wallet.accountId,
     periodStart: period.start,

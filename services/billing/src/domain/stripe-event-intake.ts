@@ -1,9 +1,14 @@
 import type Stripe from "stripe";
-import type { PaymentRefunds } from "../adapters/payment-provider";
 import type { BillingDeps } from "./billing-deps";
-import { reforecastAfterCredit } from "./metering";
+import { reforecastAccount } from "./metering";
 import { creditPaidCheckouts, type BatchOutcome } from "./paid-checkout-batch";
-import { applyStripeEvent, isPaidCheckout, readPaidCheckout, type StripeEventOutcome } from "./stripe-events";
+import {
+  applyStripeEvent,
+  isPaidCheckout,
+  readPaidCheckout,
+  type StripeEventOutcome,
+  type WebhookPayments,
+} from "./stripe-events";
 
 export interface StripeEventIntakeOptions {
   /** Paid checkouts applied in one transaction at most. */
@@ -59,7 +64,7 @@ interface Waiting {
  */
 export function createStripeEventIntake(
   deps: BillingDeps,
-  payments: PaymentRefunds | undefined,
+  payments: WebhookPayments | undefined,
   options: StripeEventIntakeOptions = {},
 ): StripeEventIntake {
   const maxBatch = options.maxBatch ?? 64;
@@ -102,12 +107,13 @@ export function createStripeEventIntake(
     }
   }
 
-  // A credit that lands while a session is warned about its credit's end clears (or moves) the warning now. After
-  // the commit, best effort: metering forecasts again at the session's next minute anyway.
+  // A credit (a top-up, or a recharge: its intent's metadata names the account) that lands while a session is warned
+  // about its credit's end clears (or moves) the warning now. After the commit, best effort: metering forecasts
+  // again at the session's next minute anyway.
   const afterCredit = (event: Stripe.Event) => {
     const { accountId } = readPaidCheckout(event);
     if (!accountId) return;
-    void reforecastAfterCredit(deps, accountId).catch((err: unknown) =>
+    void reforecastAccount(deps, accountId).catch((err: unknown) =>
       deps.logger.warn({ err, accountId }, "could not forecast the credit again after a top-up"),
     );
   };

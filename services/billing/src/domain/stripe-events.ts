@@ -3,6 +3,7 @@ import {
   closeDispute,
   insertDispute,
   lockDispute,
+  lockRecharge,
   lockTopupByPaymentIntent,
   lockTopupForCheckout,
   recordPaymentReview,
@@ -12,10 +13,18 @@ import {
   updateTopup,
   type TopupRow,
 } from "../data/payment-repository";
-import { postLedgerEntry, type BillingTransaction, type WalletRow } from "../data/wallet-repository";
+import { lockCardSetup } from "../data/card-repository";
+import {
+  postLedgerEntry,
+  updateWalletSettings,
+  type BillingTransaction,
+  type WalletRow,
+} from "../data/wallet-repository";
 import type { LedgerKind } from "../data/billing-tables";
-import type { PaymentRefunds } from "../adapters/payment-provider";
+import type { PaymentRefunds, SavedCardDetails, SavedCardPayments } from "../adapters/payment-provider";
+import { rechargeReference, recordRechargeFailure, turnOffAutoRecharge } from "./auto-recharge";
 import type { BillingDeps } from "./billing-deps";
+import { saveCard } from "./saved-cards";
 import { chargeStoragePeriod } from "./storage-billing";
 import { billingPeriodAt } from "./storage-tiers";
 import { lockOrCreateWallet } from "./wallets";
@@ -35,9 +44,23 @@ export type StripeEventOutcome =
   | "dispute_opened"
   | "dispute_won"
   | "dispute_lost"
-  | "already_closed";
+  | "already_closed"
+  | "card_saved"
+  | "card_discarded"
+  | "card_already_saved"
+  /** A payment_intent event of a payment that is not an auto-recharge (a Checkout top-up's own intent). */
+  | "not_a_recharge"
+  | "recharge_failed"
+  | "recharge_needs_action"
+  | "already_settled";
 
 const CREDITING_TYPES = new Set(["checkout.session.completed", "checkout.session.async_payment_succeeded"]);
+
+const RECHARGE_TYPES = new Set([
+  "payment_intent.succeeded",
+  "payment_intent.payment_failed",
+  "payment_intent.requires_action",
+]);
 
 /** Every Stripe event type billing acts on; the README lists them for the webhook subscription. */
 export const SUBSCRIBED_STRIPE_EVENTS = [
@@ -47,18 +70,31 @@ export const SUBSCRIBED_STRIPE_EVENTS = [
   "charge.refunded",
   "charge.dispute.created",
   "charge.dispute.closed",
+  ...RECHARGE_TYPES,
 ] as const;
 const HANDLED = new Set<string>(SUBSCRIBED_STRIPE_EVENTS);
 
 /** The fields of a Checkout Session this service relies on. */
 interface CheckoutObject {
   id?: unknown;
+  mode?: unknown;
+  setup_intent?: unknown;
   payment_status?: unknown;
   amount_total?: unknown;
   currency?: unknown;
   client_reference_id?: unknown;
   payment_intent?: unknown;
-  metadata?: { accountId?: unknown; topupId?: unknown } | null;
+  metadata?: { accountId?: unknown; topupId?: unknown; cardSetupId?: unknown } | null;
+}
+
+/** The fields of a PaymentIntent (an auto-recharge's) this service relies on. */
+interface PaymentIntentObject {
+  id?: unknown;
+  amount?: unknown;
+  amount_received?: unknown;
+  currency?: unknown;
+  metadata?: { accountId?: unknown; rechargeId?: unknown } | null;
+  last_payment_error?: { message?: unknown } | null;
 }
 
 interface ChargeObject {
@@ -82,11 +118,31 @@ const int = (v: unknown): number | undefined =>
 const idOf = (v: unknown): string | undefined =>
   str(v) ?? (v && typeof v === "object" ? str((v as { id?: unknown }).id) : undefined);
 
+/** What handling events needs of the payment provider: refunds, and reading the card a setup saved. */
+export type WebhookPayments = PaymentRefunds & Pick<SavedCardPayments, "readSetupCard">;
+
 interface EventContext {
   tx: BillingTransaction;
   deps: BillingDeps;
   event: Stripe.Event;
-  payments: PaymentRefunds | undefined;
+  payments: WebhookPayments | undefined;
+  /** A completed card setup: the card, read from Stripe before the transaction. */
+  card?: SavedCardDetails;
+}
+
+/** A completed Checkout Session in setup mode: a card to save for auto-recharge, no payment. */
+const isCardSetup = (event: Stripe.Event) =>
+  event.type === "checkout.session.completed" && (event.data.object as CheckoutObject).mode === "setup";
+
+/** The card a completed setup saved, asked of Stripe before the event's transaction (never inside one). */
+async function readSetupCard(
+  event: Stripe.Event,
+  payments: WebhookPayments | undefined,
+): Promise<SavedCardDetails | undefined> {
+  const setupIntentId = idOf((event.data.object as CheckoutObject).setup_intent);
+  if (!setupIntentId) return undefined;
+  if (!payments) throw new Error("a card setup needs the payment provider to read the card");
+  return payments.readSetupCard(setupIntentId);
 }
 
 /**
@@ -98,16 +154,17 @@ interface EventContext {
 export async function applyStripeEvent(
   deps: BillingDeps,
   event: Stripe.Event,
-  payments?: PaymentRefunds,
+  payments?: WebhookPayments,
 ): Promise<StripeEventOutcome> {
   if (!HANDLED.has(event.type)) return "ignored_type";
   // Most redeliveries arrive long after the first; the insert below still decides a concurrent pair.
   const seen = await stripeEventOutcome(deps.db, event.id);
   if (seen === "refund_pending") return finishClosedWalletRefund(deps, event, payments);
   if (seen !== undefined) return "duplicate_event";
+  const card = isCardSetup(event) ? await readSetupCard(event, payments) : undefined;
   const outcome = await deps.db.transaction(async (tx) => {
     if (!(await recordStripeEvent(tx, event.id, event.type))) return "duplicate_event";
-    const ctx: EventContext = { tx, deps, event, payments };
+    const ctx: EventContext = { tx, deps, event, payments, card };
     const outcome = await dispatch(ctx);
     await setStripeEventOutcome(tx, event.id, outcome);
     return outcome;
@@ -117,7 +174,9 @@ export async function applyStripeEvent(
 
 function dispatch(ctx: EventContext): Promise<StripeEventOutcome> {
   const { type } = ctx.event;
+  if (isCardSetup(ctx.event)) return applyCardSetup(ctx);
   if (CREDITING_TYPES.has(type)) return applyPaidCheckout(ctx);
+  if (RECHARGE_TYPES.has(type)) return applyRechargeEvent(ctx);
   if (type === "charge.refunded") return applyRefund(ctx);
   if (type === "charge.dispute.created") return applyDisputeOpened(ctx);
   if (type === "charge.dispute.closed") return applyDisputeClosed(ctx);
@@ -254,6 +313,20 @@ async function refundToClosedWallet(
   return "refund_pending";
 }
 
+/** The top-up (a checkout's, or an auto-recharge for payment_intent events) a paying event is about, locked. */
+function lockTopupOfEvent(tx: BillingTransaction, event: Stripe.Event): Promise<TopupRow | undefined> {
+  if (RECHARGE_TYPES.has(event.type)) {
+    const intent = event.data.object as PaymentIntentObject;
+    return lockRecharge(tx, {
+      rechargeId: str(intent.metadata?.rechargeId),
+      paymentIntentId: str(intent.id),
+    });
+  }
+  const { topupId, checkoutSessionId } = readPaidCheckout(event);
+  if (!checkoutSessionId) throw new Error(`refund-pending event ${event.id} names no checkout`);
+  return lockTopupForCheckout(tx, { topupId, checkoutSessionId });
+}
+
 /** Steps two and three of a closed wallet's refund: Stripe, outside any transaction, then the outcome. */
 async function finishClosedWalletRefund(
   deps: BillingDeps,
@@ -261,10 +334,7 @@ async function finishClosedWalletRefund(
   payments: PaymentRefunds | undefined,
 ): Promise<StripeEventOutcome> {
   if (!payments) throw new Error("a payment for a closed wallet needs the payment provider to refund it");
-  const { topupId, checkoutSessionId } = readPaidCheckout(event);
-  if (!checkoutSessionId) throw new Error(`refund-pending event ${event.id} names no checkout`);
-  const where = { topupId, checkoutSessionId };
-  const pending = await deps.db.transaction((tx) => lockTopupForCheckout(tx, where));
+  const pending = await deps.db.transaction((tx) => lockTopupOfEvent(tx, event));
   if (!pending?.paymentIntentId) throw new Error(`refund-pending event ${event.id} has no top-up to refund`);
   if (pending.status === "refund_pending") {
     await payments.refundPayment({
@@ -273,7 +343,7 @@ async function finishClosedWalletRefund(
     });
   }
   await deps.db.transaction(async (tx) => {
-    const topup = await lockTopupForCheckout(tx, where);
+    const topup = await lockTopupOfEvent(tx, event);
     if (topup?.status === "refund_pending")
       await updateTopup(tx, topup.id, { status: "refunded_closed_wallet" });
     await setStripeEventOutcome(tx, event.id, "refunded_closed_wallet");
@@ -365,6 +435,11 @@ async function applyDisputeOpened(ctx: EventContext): Promise<StripeEventOutcome
   const recorded = await recordDispute(ctx);
   if (recorded === "needs_review") return recorded;
   const { topup, disputeId } = recorded;
+  // A disputed automatic payment: the card is not charged again without the player turning it back on.
+  if (topup.origin === "auto_recharge") {
+    const wallet = await lockOrCreateWallet(ctx.tx, ctx.deps, topup.accountId);
+    await turnOffAutoRecharge(ctx.tx, wallet, "Turned off because a recharge was disputed.");
+  }
   ctx.deps.logger.warn({ accountId: topup.accountId, disputeId }, "dispute opened: new starts blocked");
   return "dispute_opened";
 }
@@ -391,4 +466,94 @@ async function applyDisputeClosed(ctx: EventContext): Promise<StripeEventOutcome
   }
   deps.logger.warn({ accountId: topup.accountId, disputeId, due }, "dispute lost: credit taken back");
   return "dispute_lost";
+}
+
+// ---------- saved cards and auto-recharges ----------
+
+/** A setup-mode checkout completed: the card is saved if the platform opened this setup for this account. */
+async function applyCardSetup(ctx: EventContext): Promise<StripeEventOutcome> {
+  const checkout = ctx.event.data.object as CheckoutObject;
+  const checkoutSessionId = str(checkout.id);
+  const accountId = str(checkout.client_reference_id) ?? str(checkout.metadata?.accountId);
+  const fields = { checkoutSessionId, accountId };
+  if (!checkoutSessionId || !ctx.card) return review(ctx, "card setup without a checkout or a card", fields);
+  const setup = await lockCardSetup(ctx.tx, {
+    setupId: str(checkout.metadata?.cardSetupId),
+    checkoutSessionId,
+  });
+  if (!setup || setup.accountId !== accountId) {
+    return review(ctx, "no card setup was opened for this checkout and account", fields);
+  }
+  if (setup.status === "complete") return "card_already_saved";
+  return saveCard(ctx.tx, ctx.deps, setup, ctx.card);
+}
+
+/**
+ * payment_intent events of auto-recharges. `succeeded` is the only way a recharge credits: once (a ledger reference
+ * per recharge, the recharge row locked), whatever state the recharge was recorded in (a payment the bank first
+ * wanted confirmed may succeed later). `payment_failed` and `requires_action` record a failure, counted once.
+ * Intents that are not recharges (a Checkout top-up's own) change nothing.
+ */
+async function applyRechargeEvent(ctx: EventContext): Promise<StripeEventOutcome> {
+  const { tx, deps, event } = ctx;
+  const intent = event.data.object as PaymentIntentObject;
+  const paymentIntentId = str(intent.id);
+  const recharge = await lockRecharge(tx, {
+    rechargeId: str(intent.metadata?.rechargeId),
+    paymentIntentId,
+  });
+  if (!recharge) return "not_a_recharge";
+  if (event.type === "payment_intent.payment_failed" || event.type === "payment_intent.requires_action") {
+    const needsAction = event.type === "payment_intent.requires_action";
+    const lastError = str(intent.last_payment_error?.message);
+    const counted = await recordRechargeFailure(tx, deps, recharge, {
+      status: needsAction ? "requires_action" : "failed",
+      message: needsAction
+        ? "Your bank asks you to confirm this payment; pay once by top-up or save the card again"
+        : (lastError ?? "The payment failed"),
+      paymentIntentId,
+    });
+    if (!counted) return "already_settled";
+    return needsAction ? "recharge_needs_action" : "recharge_failed";
+  }
+  const amount = int(intent.amount_received) ?? int(intent.amount);
+  const currency = str(intent.currency)?.toUpperCase();
+  const accountId = str(intent.metadata?.accountId);
+  const fields = { paymentIntentId, accountId, amount, currency };
+  if (
+    (accountId && accountId !== recharge.accountId) ||
+    amount !== recharge.amount ||
+    currency !== recharge.currency
+  ) {
+    return review(ctx, "payment intent does not match its recharge (account, amount or currency)", fields);
+  }
+  if (topupSettled(recharge) || recharge.status === "refund_pending") return "already_credited";
+  const wallet = await lockOrCreateWallet(tx, deps, recharge.accountId);
+  if (wallet.status === "closed") return refundToClosedWallet(ctx, recharge, paymentIntentId);
+  const settled = Math.min(recharge.amount, wallet.shortfall);
+  const posted = await postLedgerEntry(tx, wallet, {
+    kind: "topup",
+    reference: rechargeReference(recharge.id),
+    amount: recharge.amount,
+    shortfallDelta: -settled,
+    details: {
+      paymentId: paymentIntentId,
+      autoRecharge: true,
+      rechargeId: recharge.id,
+      shortfallSettled: settled,
+    },
+  });
+  if (!posted.applied) return "already_credited";
+  await updateTopup(tx, recharge.id, {
+    status: "paid",
+    paidAt: deps.clock.now(),
+    paymentIntentId: paymentIntentId ?? null,
+  });
+  await updateWalletSettings(tx, wallet, { autoRechargeFailures: 0 });
+  await chargeStoragePeriod(tx, deps, wallet, billingPeriodAt(deps.clock.now()));
+  deps.logger.info(
+    { accountId: recharge.accountId, rechargeId: recharge.id, amount, settled },
+    "recharge credited",
+  );
+  return "credited";
 }

@@ -76,7 +76,8 @@ function describe(line: StatementLine, type: TransactionType): string {
       return `Play, ${line.minutes ?? 0} min`;
     case "topup": {
       const settled = Number(line.details.shortfallSettled ?? 0);
-      return settled > 0 ? `Top-up (${settled} settled an unpaid balance)` : "Top-up";
+      const what = line.details.autoRecharge === true ? "Auto-recharge" : "Top-up";
+      return settled > 0 ? `${what} (${settled} settled an unpaid balance)` : what;
     }
     case "storage": {
       const tier = detail(line, "tier");

@@ -1,7 +1,18 @@
 import request from "supertest";
 import { eq } from "drizzle-orm";
 import { topupsTable, walletsTable } from "../data/billing-tables";
-import { freePort, startBillingTestService, type BillingTestService } from "../testing/billing-harness";
+import Stripe from "stripe";
+import { waitUntil } from "@cgs/shared/testing/queue";
+import { createLocalPaymentProvider, LOCAL_DECLINING_CARD } from "../adapters/local-payment-provider";
+import { createLocalWebhookSender } from "../adapters/local-webhook-sender";
+import { submitRecharges } from "../domain/auto-recharge";
+import {
+  freePort,
+  startBillingTestService,
+  TEST_WEBHOOK_SECRET,
+  type BillingTestService,
+} from "../testing/billing-harness";
+import { creditWallet } from "../testing/wallet-fixtures";
 
 describe("local Checkout stand-in (npm start)", () => {
   let svc: BillingTestService;
@@ -74,6 +85,51 @@ describe("local Checkout stand-in (npm start)", () => {
     const res = await request(base).post(`/local-checkout/${created.body.checkoutSessionId}/cancel`);
     expect(res.status).toBe(303);
     expect(res.headers.location).toBe("http://portal.test/account?topup=cancelled");
+  });
+
+  it("when a card is saved on the stand-in page and auto-recharge is on under its threshold, then the local provider's signed payment_intent webhook credits the recharge; the declining test card fails it", async () => {
+    const payments = createLocalPaymentProvider(
+      base,
+      createLocalWebhookSender({
+        stripe: new Stripe("sk_test_local"),
+        webhookSecret: TEST_WEBHOOK_SECRET,
+        webhookUrl: `${base}/api/v1/billing/stripe-webhook`,
+      }),
+    );
+    const recharge = async (acct: string, card: string) => {
+      const auth = `Bearer ${await svc.token(acct)}`;
+      await creditWallet(svc.deps, acct, 500 + 200);
+      const setup = await request(base).post("/api/v1/credits/payment-method").set("authorization", auth);
+      expect(setup.body.checkoutUrl).toBe(`${base}/local-checkout/${setup.body.checkoutSessionId}`);
+      const page = await request(base).get(`/local-checkout/${setup.body.checkoutSessionId}`);
+      expect(page.text).toContain("Save a card for auto-recharge");
+      const saved = await request(base)
+        .post(`/local-checkout/${setup.body.checkoutSessionId}/save`)
+        .type("form")
+        .send({ card });
+      expect(saved.status).toBe(303);
+      expect(saved.headers.location).toBe("http://portal.test/billing?card=saved");
+      const on = await request(base)
+        .patch("/api/v1/credits/auto-recharge")
+        .set("authorization", auth)
+        .send({ enabled: true, threshold: 1_000, rechargeTo: 2_000, monthlyLimit: 5_000 });
+      expect(on.body.paymentMethod).toMatchObject({ brand: "visa", last4: card });
+      await submitRecharges({ ...svc.deps, payments });
+      return waitUntil(
+        async () => {
+          const a = await request(base).get("/api/v1/credits/auto-recharge").set("authorization", auth);
+          return a.body.lastRecharge?.status !== "pending" ? a.body : undefined;
+        },
+        { timeoutMs: 10_000, description: "the local provider's webhook" },
+      );
+    };
+    const paid = await recharge(`user-local-recharge-${Date.now()}`, "4242");
+    expect(paid.lastRecharge).toMatchObject({ status: "succeeded", amount: 1_500 });
+    const declined = await recharge(`user-local-decline-${Date.now()}`, LOCAL_DECLINING_CARD);
+    expect(declined).toMatchObject({
+      failuresInARow: 1,
+      lastRecharge: { status: "failed", message: "Your card was declined." },
+    });
   });
 
   it("when the checkout id is unknown, then 404", async () => {

@@ -3,13 +3,13 @@ import type Stripe from "stripe";
 import { AppError, metrics } from "@cgs/shared";
 import type { BillingDeps } from "../domain/billing-deps";
 import { createStripeEventIntake } from "../domain/stripe-event-intake";
-import type { PaymentRefunds } from "../adapters/payment-provider";
+import type { WebhookPayments } from "../domain/stripe-events";
 
 export interface StripeWebhookOptions {
   stripe: Stripe;
   webhookSecret: string;
   toleranceSeconds: number;
-  payments: PaymentRefunds;
+  payments: WebhookPayments;
 }
 
 export const STRIPE_WEBHOOK_PATH = "/api/v1/billing/stripe-webhook";

@@ -41,9 +41,16 @@ export function createBillingClient(settings: { baseUrl: string; timeoutMs: numb
           message: typeof message === "string" ? message : "The balance does not cover 15 minutes of play",
         };
       }
-      const error = (res.body as { error?: unknown } | undefined)?.error;
+      const { error, message } = (res.body as { error?: unknown; message?: unknown } | undefined) ?? {};
       if (res.status === 409 && error === "ACCOUNT_PENDING_DELETION") {
         throw new AppError("ACCOUNT_PENDING_DELETION", "The account is scheduled for deletion");
+      }
+      // The player's own spending limit: billing's message names it and says when it resets.
+      if (res.status === 409 && error === "SPEND_LIMIT_REACHED") {
+        throw new AppError(
+          "SPEND_LIMIT_REACHED",
+          typeof message === "string" ? message : "A spending limit of this account is reached",
+        );
       }
       const parsed = authorizationSchema.safeParse(res.body);
       if (res.status !== 200 || !parsed.success) {

@@ -8,6 +8,7 @@ import {
   sessionsTable,
   volumesTable,
   type SessionRow,
+  type SpendLimitStop,
   type StoredSessionState,
   type VolumeRow,
 } from "./session-tables";
@@ -111,18 +112,19 @@ export async function updateSessionIf(
 }
 
 /**
- * Billing's forecast, made at `madeAt`, of when the wallet stops paying for this session (null: it pays on). A
- * forecast older than the one stored changes nothing.
+ * Billing's forecast, made at `madeAt`, of when it stops paying for this session (null: it pays on), and the
+ * spending limit that stop is for (null: the balance). A forecast older than the one stored changes nothing.
  */
 export async function setCreditsStopAt(
   db: Executor,
   sessionId: string,
   at: Date | null,
   madeAt: Date,
+  limit: SpendLimitStop | null = null,
 ): Promise<void> {
   await db
     .update(sessionsTable)
-    .set({ creditsStopAt: at, creditsForecastAt: madeAt })
+    .set({ creditsStopAt: at, creditsForecastAt: madeAt, creditsStopLimit: at ? limit : null })
     .where(
       and(
         eq(sessionsTable.id, sessionId),

@@ -14,6 +14,13 @@ import {
   uuid,
 } from "drizzle-orm/pg-core";
 
+/** A spending limit billing stops a session at: the UTC day's or month's, in minor units of `currency`. */
+export interface SpendLimitStop {
+  period: "day" | "month";
+  amount: number;
+  currency: string;
+}
+
 export const sessionStates = ["starting", "running", "stopping", "stopped", "failed"] as const;
 export type StoredSessionState = (typeof sessionStates)[number];
 export const activeStates: readonly StoredSessionState[] = ["starting", "running", "stopping"];
@@ -83,6 +90,8 @@ export const sessionsTable = pgTable(
     creditsStopAt: timestamp("credits_stop_at", { withTimezone: true }),
     /** When billing made the forecast above: an older forecast arriving late (SQS does not order) is ignored. */
     creditsForecastAt: timestamp("credits_forecast_at", { withTimezone: true }),
+    /** The spending limit that forecast's stop is for; null when the balance runs out first. */
+    creditsStopLimit: jsonb("credits_stop_limit").$type<SpendLimitStop>(),
     /** The warning the sweep last counted (metrics count each warning once). */
     warnedKind: text("warned_kind"),
     leaseUntil: timestamp("lease_until", { withTimezone: true }),

@@ -1,8 +1,9 @@
-import type { SessionRow } from "../data/session-tables";
+import { clockTime, formatMoney } from "@cgs/shared";
+import type { SessionRow, SpendLimitStop } from "../data/session-tables";
 import type { PlaySettings } from "./session-deps";
 
 /** The automatic stops a running session can be heading for; each is warned about first. */
-export type WarningKind = "idle" | "max_length" | "credits" | "host_unhealthy";
+export type WarningKind = "idle" | "max_length" | "credits" | "spend_limit" | "host_unhealthy";
 
 /** Why a session ended, as poll reports it until the next start. */
 export type StopReason =
@@ -10,6 +11,7 @@ export type StopReason =
   | "idle"
   | "max_length"
   | "credits_exhausted"
+  | "spend_limit"
   | "account_deletion"
   | "instance_lost"
   | "start_failed";
@@ -25,14 +27,12 @@ export interface PendingStop {
 export interface PlayWarning {
   kind: WarningKind;
   stopsAt: Date;
-  /** Keep playing (POST /sessions/keepalive) postpones it: idle and maximum length only, never credit. */
+  /** Keep playing (POST /sessions/keepalive) postpones it: idle and maximum length only, never credit or a limit. */
   canKeepPlaying: boolean;
   message: string;
 }
 
 const at = (ms: number) => new Date(ms);
-/** "14:32 UTC": the service does not know the player's time zone; the portal shows `stopsAt` in local time. */
-export const clockTime = (d: Date) => `${d.toISOString().slice(11, 16)} UTC`;
 
 function duration(minutes: number): string {
   if (minutes % 60 === 0) return `${minutes / 60} h`;
@@ -63,8 +63,12 @@ export function pendingStops(row: SessionRow, play: PlaySettings): PendingStop[]
   const lengthLead = Math.min(play.maxLengthWarningMinutes * minute, lengthMs / 2);
   stops.push({ kind: "max_length", stopsAt: at(lengthStop), warnFrom: at(lengthStop - lengthLead) });
 
-  // Billing says when the wallet stops paying only once that is near, so its forecast is a warning at once.
-  if (row.creditsStopAt) stops.push({ kind: "credits", stopsAt: row.creditsStopAt, warnFrom: at(0) });
+  // Billing says when it stops paying (the balance runs out, or a spending limit is reached) only once that is
+  // near, so its forecast is a warning at once.
+  if (row.creditsStopAt) {
+    const kind = row.creditsStopLimit ? "spend_limit" : "credits";
+    stops.push({ kind, stopsAt: row.creditsStopAt, warnFrom: at(0) });
+  }
 
   if (row.ready) {
     const heard = (row.hostSeenAt ?? row.runningAt ?? row.createdAt).getTime();
@@ -121,6 +125,15 @@ export function describeWarning(
         canKeepPlaying: false,
         message: `Your credit covers about ${minutesLeft} more min: this session stops at ${when} unless you top up.`,
       };
+    case "spend_limit":
+      return {
+        kind: "spend_limit",
+        stopsAt: stop.stopsAt,
+        canKeepPlaying: false,
+        message:
+          `Your ${limitWords(row.creditsStopLimit)} allows about ${minutesLeft} more min: this session stops at ` +
+          `${when} unless you raise the limit.`,
+      };
     case "host_unhealthy": {
       const heard = clockTime(row.hostSeenAt ?? row.runningAt ?? row.createdAt);
       return {
@@ -135,10 +148,17 @@ export function describeWarning(
   }
 }
 
-/** The words poll keeps after a stop, until the next start. */
+/** "daily spending limit of 20.00 USD": a limit named as the player set it. */
+function limitWords(limit: SpendLimitStop | null | undefined): string {
+  if (!limit) return "spending limit";
+  return `${limit.period === "day" ? "daily" : "monthly"} spending limit of ${formatMoney(limit.amount, limit.currency)}`;
+}
+
+/** The words poll keeps after a stop, until the next start (`limit`: the spending limit of a spend_limit stop). */
 export function stopMessage(
   reason: StopReason,
   row: Pick<SessionRow, "idleTimeoutMinutes" | "maxLengthMinutes" | "lengthExtendedMinutes">,
+  limit?: SpendLimitStop,
 ): string {
   switch (reason) {
     case "user":
@@ -149,6 +169,14 @@ export function stopMessage(
       return `Stopped at the maximum session length of ${duration(row.maxLengthMinutes + row.lengthExtendedMinutes)}.`;
     case "credits_exhausted":
       return "Stopped because the credit ran out; top up to play again.";
+    case "spend_limit": {
+      const again = !limit
+        ? ""
+        : limit.period === "day"
+          ? " until 00:00 UTC"
+          : " until the 1st of next month (UTC)";
+      return `Stopped at your ${limitWords(limit)}; it allows no more play${again} unless you raise it.`;
+    }
     case "account_deletion":
       return "Stopped because the account is being deleted.";
     case "instance_lost":

@@ -22,7 +22,7 @@ export interface SweepReport {
  * session's own row, so a player sees it from its window's start); this sweep counts each warning once and stops
  * the session once the announced time has come and the reason still holds: idle and maximum length stop it,
  * a host silent past HOST_LOST_AFTER_MS ends it as instance_lost, charged up to its last report. A stop for
- * lack of credit is billing's (credits.exhausted), never this sweep's.
+ * lack of credit or at a spending limit is billing's (credits.exhausted), never this sweep's.
  */
 export async function sweepPlay(deps: SessionsDomainDeps, limit = 500): Promise<SweepReport> {
   const { play } = deps.settings;
@@ -86,6 +86,7 @@ async function carryOut(deps: SessionsDomainDeps, row: SessionRow, stop: Pending
       return true;
     }
     case "credits":
+    case "spend_limit":
       return false;
   }
 }

@@ -1,6 +1,6 @@
 import { AppError } from "@cgs/shared";
 import { findActiveSession, updateSessionIf, type SessionsTx } from "../data/session-repository";
-import type { SessionRow } from "../data/session-tables";
+import type { SessionRow, SpendLimitStop } from "../data/session-tables";
 import { publishSessionStopped } from "./session-events";
 import type { SessionsDomainDeps } from "./session-deps";
 import { stopMessage, type StopReason } from "./play-state";
@@ -20,6 +20,8 @@ export async function requestStop(
   accountId: string,
   reason: StopRequestReason,
   onlySessionId?: string,
+  /** A spend_limit stop: the limit reached, named in the message. */
+  limit?: SpendLimitStop,
 ): Promise<SessionRow | undefined> {
   const active = await findActiveSession(tx, accountId, { forUpdate: true });
   if (onlySessionId !== undefined && active?.id !== onlySessionId) return undefined;
@@ -29,7 +31,7 @@ export async function requestStop(
     ready: false,
     stoppedAt: deps.clock.now(),
     stopReason: reason,
-    message: stopMessage(reason, active),
+    message: stopMessage(reason, active, limit),
   });
   if (row) await publishSessionStopped(deps, tx, row);
   return row;

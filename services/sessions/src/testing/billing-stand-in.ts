@@ -18,11 +18,13 @@ export interface BillingStandIn extends HttpStandIn {
   down: boolean;
   /** While set, a start authorization is placed but its answer is lost (503 after the hold exists). */
   loseAuthorizationAnswers: boolean;
+  /** Starts of this account are refused as billing refuses them at a spending limit (409), with this message. */
+  refuseAtSpendLimit(accountId: string, message: string): void;
 }
 
 /**
  * A stand-in for billing's internal start authorization, honouring the contract in the services brief:
- * POST /internal/v1/start-authorizations → 200 {authorizationId, holdAmount, storage} or 402, and
+ * POST /internal/v1/start-authorizations → 200 {authorizationId, holdAmount, storage}, 402 or 409, and
  * POST /internal/v1/start-authorizations/{id}/release → 204. It verifies the forwarded JWT like the real
  * service. Billing is a separate deployable; its own tests cover the real implementation.
  */
@@ -32,6 +34,7 @@ export async function startBillingStandIn(options: {
   storage?: { tier: string; sizeGb: number };
 }): Promise<BillingStandIn> {
   const balances = new Map<string, number>();
+  const spendLimitReached = new Map<string, string>();
   const holds: StandInHold[] = [];
   const storage = options.storage ?? { tier: "basic", sizeGb: 100 };
   const state = { down: false, loseAuthorizationAnswers: false };
@@ -48,6 +51,8 @@ export async function startBillingStandIn(options: {
       if (typeof body.sessionId !== "string" || typeof body.ratePerMinute !== "number" || !body.currency) {
         return { status: 400, body: { error: "VALIDATION_ERROR", message: "body is invalid" } };
       }
+      const limited = spendLimitReached.get(accountId);
+      if (limited) return { status: 409, body: { error: "SPEND_LIMIT_REACHED", message: limited } };
       const holdAmount = body.ratePerMinute * 15;
       const held = holds
         .filter((h) => h.accountId === accountId && !h.released)
@@ -85,6 +90,7 @@ export async function startBillingStandIn(options: {
     ...server,
     holds,
     setBalance: (accountId, balance) => balances.set(accountId, balance),
+    refuseAtSpendLimit: (accountId, message) => spendLimitReached.set(accountId, message),
     get down() {
       return state.down;
     },

@@ -1,0 +1,1 @@
+ALTER TABLE "sessions" ADD COLUMN "credits_stop_limit" jsonb;
