@@ -32,7 +32,7 @@ describe("npm start", () => {
       expect(metrics).toMatch(/^nodejs_version_info\{version="v24\./m);
     }
     const started = platform.output().split("platform up in")[0]!;
-    for (const peer of ["moto", "stripe-mock", "keycloak", "mailpit", "node 24"]) {
+    for (const peer of ["moto", "stripe-mock", "keycloak", "mailpit", "node 24", "headscale"]) {
       const lines = started.split("\n").filter((l) => l.startsWith(`[platform] ${peer}: `));
       expect({ peer, lines: lines.length }).toEqual({ peer, lines: 1 });
     }
@@ -157,7 +157,11 @@ describe("npm start when a peer cannot be installed", () => {
       encoding: "utf8",
       timeout: 60_000,
     });
-    expect(run.status).toBe(1);
+    // The whole terminal output is in the assertion, so a failure shows what npm start printed instead.
+    expect({ status: run.status, stderr: run.stderr }).toEqual({
+      status: 1,
+      stderr: expect.stringMatching(/^\[platform\] stripe-mock: FAILED after /m),
+    });
     const lines = run.stderr.split("\n");
     const failed = lines.findIndex((l) =>
       /^\[platform\] stripe-mock: FAILED after [\d.]+ s; the last lines of /.test(l),

@@ -223,15 +223,13 @@ async function startHeadscale() {
   const policyFile = path.join(headscaleDir, "policy.json");
   const policy = headscalePolicy({ tcpPorts: STREAMING_TCP_PORTS, udpPortRange: STREAMING_UDP_PORT_RANGE });
   writeFileSync(policyFile, JSON.stringify(policy, null, 2));
-  say(`starting headscale on 127.0.0.1:${headscalePort} (the first start builds it: a few minutes)`);
   headscaleStarted = true;
-  const exports = run("bash", [
-    "test/peers/headscale.sh",
-    "start",
-    headscaleDir,
-    String(headscalePort),
-    policyFile,
-  ]);
+  // One line like the other peers (the first start builds it: a few minutes); its script's output goes to the log.
+  const exports = quietly(
+    "headscale",
+    ["test/peers/headscale.sh", "start", headscaleDir, String(headscalePort), policyFile],
+    (took) => `started on 127.0.0.1:${headscalePort} (${took})`,
+  );
   const env = { PRIVATE_NETWORK: "headscale" };
   for (const line of exports.split("\n")) {
     const match = /^export (HEADSCALE_URL|HEADSCALE_API_KEY)=(.*)$/.exec(line.trim());
