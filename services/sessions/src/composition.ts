@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { RequestListener } from "node:http";
 import type { Logger } from "pino";
 import type { SQSClient } from "@aws-sdk/client-sqs";
@@ -20,13 +21,14 @@ import {
 } from "@cgs/shared";
 import { createBillingClient } from "./adapters/billing-client";
 import type { CloudProvider } from "./adapters/cloud-provider";
-import { withStreamingCredentials } from "./adapters/credential-issuing-cloud";
+import { HostSecrets, withHostSecrets } from "./adapters/credential-issuing-cloud";
+import { HttpsHostAssigner, type HostAssigner } from "./adapters/host-assigner";
 import { Ec2CloudProvider } from "./adapters/ec2-cloud-provider";
 import { HeadscalePrivateNetwork } from "./adapters/headscale-private-network";
 import { SimulatedPrivateNetwork, type PrivateNetwork } from "./adapters/private-network";
 import { TailscalePrivateNetwork, type SlotLeases } from "./adapters/tailscale-private-network";
 import { SimulatedCloudProvider } from "./adapters/simulated-cloud-provider";
-import { SimulatedHosts } from "./adapters/simulated-hosts";
+import { SimulatedHostAssigner, SimulatedHosts } from "./adapters/simulated-hosts";
 import { SimulatedStreamingHost, SunshineStreamingHost, type StreamingHost } from "./adapters/streaming-host";
 import { createApp, type SessionsAppDeps, type SessionsContext } from "./app";
 import type { SessionsConfig } from "./config";
@@ -43,7 +45,10 @@ import { StreamingCredentialRepository } from "./data/streaming-credential-repos
 import { sessionEventHandlers } from "./events/session-event-handlers";
 import { ingestHostReports, type AgentKeyLookup } from "./domain/host-reports";
 import { sweepPlay } from "./domain/play-sweep";
+import { PoolKeeper } from "./domain/pool-keeper";
+import { leasePoolKeeping } from "./data/pool-repository";
 import { Reconciler } from "./domain/reconciler";
+import { StartEstimates } from "./domain/start-estimates";
 import { LOCAL_STREAMING_CREDENTIALS_KEY, StreamingCredentialVault } from "./domain/streaming-credentials";
 import { type EventPublisher, type SessionSettings, type SessionsDomainDeps } from "./domain/session-deps";
 
@@ -95,6 +100,7 @@ export function buildAdapters(
   const reportQueueUrl = hostReportQueue(config);
   let simulatedHost: SimulatedStreamingHost | undefined;
   const credentials = (sessionId: string) => vault.forSession(sessionId);
+  const timeoutMs = config.INTERNAL_CALL_TIMEOUT_MS;
   let cloud: CloudProvider;
   let simulatedCloud: SimulatedCloudProvider | undefined;
   if (config.CLOUD_PROVIDER === "ec2") {
@@ -116,6 +122,11 @@ export function buildAdapters(
     simulatedCloud = new SimulatedCloudProvider({
       region: config.CLOUD_REGION,
       bootDelayMs: config.SIMULATOR_BOOT_DELAY_MS,
+      startDelayMs: config.SIMULATOR_START_DELAY_MS,
+      stopDelayMs: config.SIMULATOR_STOP_DELAY_MS,
+      attachDelayMs: config.SIMULATOR_ATTACH_DELAY_MS,
+      detachDelayMs: config.SIMULATOR_DETACH_DELAY_MS,
+      jitter: config.SIMULATOR_JITTER,
       pageSize: config.SIMULATOR_PAGE_SIZE,
       ...(config.SIMULATOR_HOST_AGENTS
         ? {
@@ -149,20 +160,27 @@ export function buildAdapters(
       credentials,
       installed: (ip) => simulatedCloud?.installedCredentials(ip),
       clientsOf: (ip) => simulatedCloud?.hostClientsAt(ip),
+      ...(simulatedCloud ? { volumeReady: (ip: string) => simulatedCloud!.volumeReady(ip) } : {}),
     });
     streamingHost = simulatedHost;
   }
   const privateNetwork =
     overrides.privateNetwork ?? privateNetworkFrom(config, db, (ip) => simulatedCloud?.hostTags(ip) ?? []);
-  const timeoutMs = config.INTERNAL_CALL_TIMEOUT_MS;
+  const hostSecrets = new HostSecrets(vault, {
+    network: privateNetwork,
+    db,
+    clock: systemClock,
+    keyTtlSeconds: config.VPN_HOST_KEY_TTL_SECONDS,
+    reports: { queueUrl: reportQueueUrl, region: config.AWS_REGION },
+  });
+  const simulatedHosts = simulatedCloud?.hosts;
+  const assigner: HostAssigner = simulatedHosts
+    ? new SimulatedHostAssigner(simulatedHosts, simulatedCloud!, simulatedHost)
+    : new HttpsHostAssigner({ port: config.HOST_ASSIGN_PORT, timeoutMs, poolKey: (id) => vault.poolKey(id) });
   return {
-    cloud: withStreamingCredentials(cloud, vault, {
-      network: privateNetwork,
-      db,
-      clock: systemClock,
-      keyTtlSeconds: config.VPN_HOST_KEY_TTL_SECONDS,
-      reports: { queueUrl: reportQueueUrl, region: config.AWS_REGION },
-    }),
+    cloud: withHostSecrets(cloud, hostSecrets),
+    hostSecrets,
+    assigner,
     streamingHost,
     privateNetwork,
     accounts: createAccountsClient({ baseUrl: config.ACCOUNTS_URL, timeoutMs }),
@@ -250,6 +268,28 @@ export function sessionSettingsFrom(config: SessionsConfig): SessionSettings {
       startTimeoutMs: config.SESSION_START_TIMEOUT_MS,
       describeGraceMs: config.RECONCILER_DESCRIBE_GRACE_MS,
     },
+    pool: {
+      hot: {
+        min: config.POOL_HOT_MIN,
+        max: config.POOL_HOT_MAX,
+        coverMinutes: config.POOL_HOT_COVER_MINUTES,
+      },
+      warm: {
+        min: config.POOL_WARM_MIN,
+        max: config.POOL_WARM_MAX,
+        coverMinutes: config.POOL_WARM_COVER_MINUTES,
+      },
+      shrinkAfterMs: config.POOL_SHRINK_AFTER_MINUTES * 60_000,
+      launchTimeoutMs: config.POOL_LAUNCH_TIMEOUT_MINUTES * 60_000,
+      changesPerTick: config.POOL_CHANGES_PER_TICK,
+      runningHourCost: config.POOL_RUNNING_HOUR_COST,
+      stoppedHourCost: config.POOL_STOPPED_HOUR_COST,
+    },
+    startEstimates: {
+      hot: config.START_ESTIMATE_HOT_SECONDS * 1000,
+      warm: config.START_ESTIMATE_WARM_SECONDS * 1000,
+      cold: config.START_ESTIMATE_COLD_SECONDS * 1000,
+    },
   };
 }
 
@@ -266,17 +306,21 @@ export function domainDepsFor(
   logger: Logger,
   clock: Clock = systemClock,
 ): SessionsDomainDeps {
-  const { cloud, streamingHost, privateNetwork, accounts, billing } = adapters;
+  const { cloud, streamingHost, privateNetwork, accounts, billing, hostSecrets, assigner } = adapters;
+  const settings = sessionSettingsFrom(config);
   return {
     cloud,
     streamingHost,
     privateNetwork,
     accounts,
     billing,
+    hostSecrets,
+    assigner,
     db,
     logger,
     clock,
-    settings: sessionSettingsFrom(config),
+    estimates: new StartEstimates(settings.startEstimates),
+    settings,
     events: outboxPublisher(config.QUEUE_NAME_PREFIX),
   };
 }
@@ -371,6 +415,30 @@ export async function startSessionsWorkers(
     },
     log,
   );
+  const poolsOn = deps.settings.pool.hot.max + deps.settings.pool.warm.max > 0;
+  const keeper = new PoolKeeper(deps);
+  const keeperId = `pool-keeper-${randomUUID()}`;
+  const pool = poolsOn
+    ? startPeriodicWorker(
+        "pool-keeper",
+        config.POOL_INTERVAL_MS,
+        async () => {
+          // One replica keeps the pool at a time (a lease renewed by each tick); the others skip theirs.
+          const held = await leasePoolKeeping(
+            database.db,
+            deps.settings.availabilityZone,
+            keeperId,
+            deps.clock.now(),
+            Math.max(30_000, 3 * config.POOL_INTERVAL_MS),
+          );
+          if (!held) return;
+          const report = await keeper.tick();
+          if (report.launched + report.woken + report.parked + report.terminated + report.orphans > 0)
+            log.info(report, "capacity pool changed");
+        },
+        logger.child({ component: "pool-keeper" }),
+      )
+    : undefined;
   const playSweep = startPeriodicWorker(
     "play-sweep",
     config.IDLE_SWEEP_INTERVAL_MS,
@@ -394,6 +462,7 @@ export async function startSessionsWorkers(
     () => reconcile.stop(),
     () => orphans.stop(),
     () => playSweep.stop(),
+    () => pool?.stop(),
     stopCounting,
   );
   if (options.simulator) closers.push(() => options.simulator!.close());

@@ -135,12 +135,72 @@ export const sessionsConfigSchema = z
       .default("/dev/sdf")
       .describe("Device name the account volume is attached as"),
     EC2_PAGE_SIZE: envInt(1_000, 5).describe("MaxResults of each DescribeInstances page (5-1000)"),
+    POOL_HOT_MIN: envInt(0, 0).describe("Capacity pool: fewest running (hot) pre-booted instances kept"),
+    POOL_HOT_MAX: envInt(0, 0).describe(
+      "Capacity pool: most running (hot) pre-booted instances kept (0: none)",
+    ),
+    POOL_WARM_MIN: envInt(0, 0).describe("Capacity pool: fewest stopped (warm) pre-booted instances kept"),
+    POOL_WARM_MAX: envInt(0, 0).describe(
+      "Capacity pool: most stopped (warm) pre-booted instances kept (0: none)",
+    ),
+    POOL_HOT_COVER_MINUTES: envInt(2, 0).describe(
+      "Capacity pool: the hot target is the starts expected in this many minutes (starts per hour × minutes / 60), within its min and max",
+    ),
+    POOL_WARM_COVER_MINUTES: envInt(10, 0).describe(
+      "Capacity pool: the warm target is the starts expected in this many minutes, within its min and max",
+    ),
+    POOL_SHRINK_AFTER_MINUTES: envInt(15, 0).describe(
+      "Capacity pool: instances above target are parked or terminated only after the surplus lasted this long",
+    ),
+    POOL_LAUNCH_TIMEOUT_MINUTES: envInt(20, 1).describe(
+      "Capacity pool: an instance that has not reported standby this long after its launch or start is terminated",
+    ),
+    POOL_INTERVAL_MS: envInt(10_000, 10).describe("Pause between capacity pool ticks, in ms"),
+    POOL_CHANGES_PER_TICK: envInt(5, 1).describe(
+      "Capacity pool: most launches, starts, stops and terminations one tick asks of the cloud",
+    ),
+    POOL_RUNNING_HOUR_COST: envInt(53, 0).describe(
+      "Capacity pool: an idle running instance's cost per hour, minor units of SESSION_CURRENCY (the cost metric)",
+    ),
+    POOL_STOPPED_HOUR_COST: envInt(1, 0).describe(
+      "Capacity pool: an idle stopped instance's cost per hour (its root volume), minor units (the cost metric)",
+    ),
+    START_ESTIMATE_HOT_SECONDS: envInt(10, 1).describe(
+      "Poll's start estimate on a hot instance until enough starts were measured, in seconds",
+    ),
+    START_ESTIMATE_WARM_SECONDS: envInt(40, 1).describe(
+      "Poll's start estimate on a warm instance until enough starts were measured, in seconds",
+    ),
+    START_ESTIMATE_COLD_SECONDS: envInt(240, 1).describe(
+      "Poll's start estimate on a new instance until enough starts were measured, in seconds",
+    ),
+    HOST_ASSIGN_PORT: envInt(47991, 1).describe(
+      "Port of a pool instance's assignment endpoint (its host agent, HTTPS), called at its private IP",
+    ),
     SIMULATOR_BOOT_DELAY_MS: envInt(3_000, 0).describe(
       "Cloud simulator: time from launch until an instance is running, in ms",
     ),
     SIMULATOR_HOST_READY_DELAY_MS: envInt(2_000, 0).describe(
-      "Streaming-host simulator: time from an instance running until its streaming host answers, in ms",
+      "Streaming-host simulator: time from an instance running (or a pool instance assigned) until its streaming host answers, in ms",
     ),
+    SIMULATOR_START_DELAY_MS: envInt(2_000, 0).describe(
+      "Cloud simulator: time from starting a stopped instance until it is running, in ms",
+    ),
+    SIMULATOR_STOP_DELAY_MS: envInt(1_000, 0).describe(
+      "Cloud simulator: time from stopping an instance until it is stopped, in ms",
+    ),
+    SIMULATOR_ATTACH_DELAY_MS: envInt(500, 0).describe(
+      "Cloud simulator: time from attaching a volume until the instance sees it, in ms",
+    ),
+    SIMULATOR_DETACH_DELAY_MS: envInt(1_000, 0).describe(
+      "Cloud simulator: time a terminated instance's volume stays in use before another instance can attach it, in ms",
+    ),
+    SIMULATOR_JITTER: z.coerce
+      .number()
+      .min(0)
+      .max(0.9)
+      .default(0)
+      .describe("Cloud simulator: each instance's delays are scaled by a factor drawn from 1 ± this"),
     SIMULATOR_PAGE_SIZE: envInt(1_000, 1).describe("Cloud simulator: instances per describe page"),
     SIMULATOR_HOST_AGENTS: envBoolean(true).describe(
       "Cloud simulator: run the host agent's real code on every simulated instance, reporting to HOST_REPORT_QUEUE_NAME",
@@ -238,6 +298,15 @@ export const sessionsConfigSchema = z
   })
   .transform((c, ctx) => {
     const region = c.CLOUD_REGION ?? c.AWS_REGION;
+    for (const kind of ["HOT", "WARM"] as const) {
+      if (c[`POOL_${kind}_MIN`] > c[`POOL_${kind}_MAX`]) {
+        ctx.addIssue({
+          code: "custom",
+          path: [`POOL_${kind}_MIN`],
+          message: `must not exceed POOL_${kind}_MAX (${c[`POOL_${kind}_MAX`]})`,
+        });
+      }
+    }
     if (c.PRIVATE_NETWORK === "headscale") {
       if (!c.HEADSCALE_URL) {
         ctx.addIssue({ code: "custom", path: ["HEADSCALE_URL"], message: "is required with headscale" });

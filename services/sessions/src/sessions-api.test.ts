@@ -51,7 +51,9 @@ describe("sessions lifecycle through the gateway", () => {
     h.cloud.setBootDelay(60_000);
     const start = await h.call(acct, "POST", "/api/v1/sessions/start", { body: {} });
     expect(start.status).toBe(200);
-    expect(start.body).toMatchObject({ state: "starting", ready: false, publicIp: null, message: null });
+    expect(start.body).toMatchObject({ state: "starting", ready: false, publicIp: null });
+    // Poll names the phase and what is left of a new machine's typical start (START_ESTIMATE_COLD_SECONDS here).
+    expect(start.body.message).toMatch(/^Starting a new machine, about \d+ (s|min)$/);
     expect(start.body.instanceId).toMatch(/^i-/);
     expect(new Date(start.body.startedAt).toISOString()).toBe(start.body.startedAt);
 

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { DescribeInstanceAttributeCommand, DescribeVolumesCommand, EC2Client } from "@aws-sdk/client-ec2";
 import { slotTag, systemClock } from "@cgs/shared";
 import { and, desc, eq } from "drizzle-orm";
-import { withStreamingCredentials } from "./adapters/credential-issuing-cloud";
+import { HostSecrets, withHostSecrets } from "./adapters/credential-issuing-cloud";
 import { SimulatedStreamingHost } from "./adapters/streaming-host";
 import { sessionsTable } from "./data/session-tables";
 import type { StreamingCredentials } from "./domain/streaming-credentials";
@@ -82,13 +82,16 @@ describe("the session lifecycle on the EC2 adapter (moto)", () => {
       },
       slotLeases(h.database.db, h.config.TAILSCALE_SLOTS),
     );
-    const issuing = withStreamingCredentials(cloud, h.vault, {
-      network,
-      db: h.database.db,
-      clock: systemClock,
-      keyTtlSeconds: h.config.VPN_HOST_KEY_TTL_SECONDS,
-      reports: { queueUrl: h.reportQueueUrl, region: "us-east-1" },
-    });
+    const issuing = withHostSecrets(
+      cloud,
+      new HostSecrets(h.vault, {
+        network,
+        db: h.database.db,
+        clock: systemClock,
+        keyTtlSeconds: h.config.VPN_HOST_KEY_TTL_SECONDS,
+        reports: { queueUrl: h.reportQueueUrl, region: "us-east-1" },
+      }),
+    );
     const host = new SimulatedStreamingHost({
       readyDelayMs: 0,
       credentials: (sessionId) => h.vault.forSession(sessionId),

@@ -32,8 +32,43 @@ function createPlatformMetrics() {
     }),
     startToReady: new Histogram({
       name: "cgs_session_start_to_ready_seconds",
-      help: "Time from a session's start request until its instance is ready for pairing",
-      buckets: [5, 10, 20, 30, 45, 60, 90, 120, 180, 300, 600],
+      help: "Time from a session's start request until its instance is ready for pairing, by capacity (hot, warm, cold)",
+      labelNames: ["capacity"] as const,
+      buckets: [2.5, 5, 10, 20, 30, 45, 60, 90, 120, 180, 300, 600],
+      registers: r,
+    }),
+    sessionStarts: new Counter({
+      name: "cgs_session_starts_total",
+      help: "Session starts that got an instance, by where it came from: a hot or warm pool instance, or a cold launch",
+      labelNames: ["capacity"] as const,
+      registers: r,
+    }),
+    poolClaimMisses: new Counter({
+      name: "cgs_pool_claim_misses_total",
+      help: "Starts that found no hot or warm pool instance while the pools are on, and launched cold",
+      registers: r,
+    }),
+    poolInstances: new Gauge({
+      name: "cgs_pool_instances",
+      help: "Capacity pool instances by state (launching, hot, parking, warm)",
+      labelNames: ["state"] as const,
+      registers: r,
+    }),
+    poolTarget: new Gauge({
+      name: "cgs_pool_target",
+      help: "The capacity pool's current targets (hot, warm), sized from recent starts within the configured floor and ceiling",
+      labelNames: ["kind"] as const,
+      registers: r,
+    }),
+    poolIdleCost: new Gauge({
+      name: "cgs_pool_idle_cost_per_hour",
+      help: "What the idle pool instances cost per hour right now, minor units of the session currency",
+      registers: r,
+    }),
+    poolChanges: new Counter({
+      name: "cgs_pool_changes_total",
+      help: "Cloud calls the pool keeper made, by action (launch, wake, park, terminate, orphan)",
+      labelNames: ["action"] as const,
       registers: r,
     }),
     capacityFailures: new Counter({

@@ -43,6 +43,8 @@ export interface PoolLaunchRequest {
 export interface PoolInstance {
   instanceId: string;
   poolId: string;
+  /** Set once a session claimed it (its session tag); the pool no longer counts it. */
+  sessionId: string | null;
   state: InstanceState;
   publicIp: string | null;
   privateIp: string | null;

@@ -1,7 +1,12 @@
 import { randomUUID } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { DescribeInstancesCommand, DescribeVolumesCommand, EC2Client } from "@aws-sdk/client-ec2";
+import {
+  DescribeInstanceAttributeCommand,
+  DescribeInstancesCommand,
+  DescribeVolumesCommand,
+  EC2Client,
+} from "@aws-sdk/client-ec2";
 import { CloudCapacityError } from "./cloud-provider";
 import { Ec2CloudProvider, type Ec2Settings } from "./ec2-cloud-provider";
 
@@ -133,5 +138,56 @@ describe("Ec2CloudProvider against moto", () => {
     await cloud.deleteVolume(volumeId);
     await cloud.deleteVolume(volumeId);
     await expect(ec2.send(new DescribeVolumesCommand({ VolumeIds: [volumeId] }))).rejects.toThrow();
+  });
+});
+
+describe("capacity pools on EC2 (moto)", () => {
+  const poolCloud = new Ec2CloudProvider({ ...settings, tagPrefix: `cgs${randomUUID().slice(0, 6)}` }, ec2);
+  const hostAgent = { key: "k".repeat(43), reportQueueUrl: "http://127.0.0.1:5000/q", region };
+  const userDataOf = async (instanceId: string) => {
+    const out = await ec2.send(
+      new DescribeInstanceAttributeCommand({ InstanceId: instanceId, Attribute: "userData" }),
+    );
+    return Buffer.from(out.UserData?.Value ?? "", "base64").toString("utf8");
+  };
+  const poolState = async (instanceId: string) =>
+    (await poolCloud.describePoolInstances()).instances.find((i) => i.instanceId === instanceId);
+
+  it("when a pool instance is launched, then it carries its slot's tag and no account or session, and its user data only the slot's agent settings", async () => {
+    const poolId = randomUUID();
+    const { instanceId } = await poolCloud.launchPoolInstance({ poolId, availabilityZone: zone, hostAgent });
+    expect(await poolState(instanceId)).toMatchObject({ poolId, sessionId: null });
+    expect(await poolCloud.describeInstances([poolId])).toMatchObject({ instances: [] });
+    const files = await userDataOf(instanceId);
+    expect(files).toContain("/etc/cgs/agent.env");
+    expect(files).not.toContain("sunshine-credentials");
+    expect(files).not.toContain("tailscale.env");
+    const agentEnv = /path: \/etc\/cgs\/agent.env[\s\S]*?content: (\S+)/.exec(files)![1]!;
+    expect(Buffer.from(agentEnv, "base64").toString("utf8")).toContain(`CGS_POOL_ID=${poolId}`);
+  });
+
+  it("when a pool instance is parked, the account's volume attached while stopped, started and claimed, then EC2 shows each step and describe by session finds it", async () => {
+    const poolId = randomUUID();
+    const { instanceId } = await poolCloud.launchPoolInstance({ poolId, availabilityZone: zone, hostAgent });
+    await poolCloud.stopInstance(instanceId);
+    expect(["stopping", "stopped"]).toContain((await poolState(instanceId))?.state);
+    const { volumeId } = await poolCloud.createVolume({
+      accountId: "acct-pool",
+      sizeGb: 50,
+      availabilityZone: zone,
+    });
+    await poolCloud.attachVolume(volumeId, instanceId);
+    const volume = await ec2.send(new DescribeVolumesCommand({ VolumeIds: [volumeId] }));
+    expect(volume.Volumes?.[0]?.Attachments?.[0]?.InstanceId).toBe(instanceId);
+    await poolCloud.startInstance(instanceId);
+    expect(["pending", "running"]).toContain((await poolState(instanceId))?.state);
+    const sessionId = randomUUID();
+    await poolCloud.claimInstance(instanceId, { sessionId, accountId: "acct-pool" });
+    expect(await poolState(instanceId)).toMatchObject({ sessionId });
+    expect((await poolCloud.describeInstances([sessionId])).instances).toEqual([
+      expect.objectContaining({ instanceId, sessionId, accountId: "acct-pool" }),
+    ]);
+    await poolCloud.terminateInstance(instanceId);
+    expect(await poolState(instanceId)).toBeUndefined();
   });
 });

@@ -343,6 +343,7 @@ export class Ec2CloudProvider implements CloudProvider {
           instances.push({
             instanceId: instance.InstanceId,
             poolId,
+            sessionId: tagValue(instance.Tags, this.sessionTag) ?? null,
             state: (instance.State?.Name ?? "pending") as InstanceState,
             publicIp: instance.PublicIpAddress ?? null,
             privateIp: instance.PrivateIpAddress ?? null,

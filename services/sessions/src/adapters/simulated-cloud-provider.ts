@@ -23,6 +23,10 @@ export interface SimulatorTimings {
   startDelayMs: number;
   /** A running instance stopped until it is stopped. */
   stopDelayMs: number;
+  /** A volume attached until the instance sees it. */
+  attachDelayMs: number;
+  /** A terminated instance's volume stays in use this long (another instance cannot attach it yet). */
+  detachDelayMs: number;
   /** Each instance's times are scaled by a factor drawn from 1 ± jitter. */
   jitter: number;
 }
@@ -69,6 +73,9 @@ export interface SimVolume {
   sizeGb: number;
   availabilityZone: string;
   attachedTo: string | null;
+  attachedAt?: number;
+  /** Until then the volume is still detaching from a terminated instance. */
+  detachingUntil?: number;
   /** Sunshine's paired clients, which the image keeps on the account volume (so pairing outlives the instance). */
   hostClients: HostClient[];
 }
@@ -289,6 +296,15 @@ export class SimulatedCloudProvider implements CloudProvider {
     return [];
   }
 
+  /** Whether the instance at this address sees its account volume (attached, and the attach has completed). */
+  volumeReady(privateIp: string): boolean {
+    for (const v of this.volumes.values()) {
+      if (!v.attachedTo || this.instances.get(v.attachedTo)?.privateIp !== privateIp) continue;
+      return this.now() - (v.attachedAt ?? 0) >= (this.settings.attachDelayMs ?? 0);
+    }
+    return false;
+  }
+
   /** Sunshine's client list on the host at this address: the one on its attached account volume. */
   hostClientsAt(privateIp: string): HostClient[] | undefined {
     for (const i of this.instances.values()) {
@@ -340,8 +356,11 @@ export class SimulatedCloudProvider implements CloudProvider {
     if (instance) {
       instance.terminated = true;
       this.shutdownHost(instanceId);
-      for (const volume of this.volumes.values())
-        if (volume.attachedTo === instanceId) volume.attachedTo = null;
+      for (const volume of this.volumes.values()) {
+        if (volume.attachedTo !== instanceId) continue;
+        volume.attachedTo = null;
+        volume.detachingUntil = this.now() + (this.settings.detachDelayMs ?? 0);
+      }
     }
     return Promise.resolve();
   }
@@ -359,7 +378,12 @@ export class SimulatedCloudProvider implements CloudProvider {
     if (!volume) return Promise.reject(new Error(`volume ${volumeId} does not exist`));
     if (!this.instances.has(instanceId))
       return Promise.reject(new Error(`instance ${instanceId} does not exist`));
+    if (volume.attachedTo === instanceId) return Promise.resolve();
+    if (volume.attachedTo || (volume.detachingUntil ?? 0) > this.now()) {
+      return Promise.reject(new Error(`VolumeInUse: ${volumeId} is still attached elsewhere`));
+    }
     volume.attachedTo = instanceId;
+    volume.attachedAt = this.now();
     return Promise.resolve();
   }
 
@@ -411,6 +435,7 @@ export class SimulatedCloudProvider implements CloudProvider {
         return {
           instanceId: i.instanceId,
           poolId: i.poolId!,
+          sessionId: i.sessionId,
           state,
           publicIp: state === "running" ? i.publicIp : null,
           // EC2 keeps a stopped instance's private address; its public one goes.

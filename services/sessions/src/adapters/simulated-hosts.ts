@@ -9,6 +9,8 @@ import {
   type ReportSink,
 } from "@cgs/host-agent";
 import type { LaunchRequest, PoolLaunchRequest } from "./cloud-provider";
+import { AlreadyAssignedError, type AssignTarget, type HostAssigner } from "./host-assigner";
+import { HostIdentityError } from "./pinned-https";
 
 export interface SimulatedHostSettings {
   region: string;
@@ -20,8 +22,6 @@ export interface SimulatedHostSettings {
   sunshineAnswers(hostIp: string): boolean;
   /** A pretend client connecting finishes a pairing the host is waiting for (the streaming-host simulator). */
   clientConnected?(hostIp: string): void;
-  /** A standby host took a session: its credentials are installed and Sunshine comes up (the simulators). */
-  assigned?(instanceId: string, hostIp: string, assignment: Assignment): void;
   /** Where reports go: SQS (the queue the launch names) unless a benchmark hands them over in process. */
   sink?: (queueUrl: string) => ReportSink & { close?(): void };
   /** Run the agents on their own timers (npm start, tests); off, a caller drives them with `tickAll()`. */
@@ -32,6 +32,8 @@ export interface SimulatedHostSettings {
 
 interface SimulatedHost {
   privateIp: string;
+  /** A standby host's assignment endpoint certificate (what its reports name). */
+  assignCertSha256: string | null;
   launch: LaunchRequest | PoolLaunchRequest;
   agent: HostAgent;
   loop?: { stop(): Promise<void> };
@@ -55,6 +57,8 @@ export interface PlayInput {
  */
 export class SimulatedHosts {
   private readonly hosts = new Map<string, SimulatedHost>();
+  /** What each instance was assigned (what the image's cgs-assign would have installed). */
+  private readonly assignments = new Map<string, Assignment>();
   private readonly now: () => number;
 
   constructor(private readonly settings: SimulatedHostSettings) {
@@ -68,8 +72,27 @@ export class SimulatedHosts {
     const role: AgentRole =
       "sessionId" in launch
         ? { kind: "session", sessionId: launch.sessionId }
-        : { kind: "standby", poolId: launch.poolId, assignCertSha256: randomBytes(32).toString("hex") };
+        : { kind: "standby", poolId: launch.poolId, assignCertSha256: this.assignCertFor(instanceId) };
     this.start(instanceId, privateIp, launch, role, Buffer.from(agentEnv.key, "base64url"));
+  }
+
+  /** Made at an instance's first boot and kept on its disk: the same certificate after a stop and start. */
+  private readonly assignCerts = new Map<string, string>();
+
+  private assignCertFor(instanceId: string): string {
+    const cert = this.assignCerts.get(instanceId) ?? randomBytes(32).toString("hex");
+    this.assignCerts.set(instanceId, cert);
+    return cert;
+  }
+
+  /** The session a pool instance took, as its host holds it (tests look at its private-network key). */
+  assignmentOf(instanceId: string): Assignment | undefined {
+    return this.assignments.get(instanceId);
+  }
+
+  /** The certificate a standby host's assignment endpoint presents; undefined when no standby host runs there. */
+  assignCertOf(instanceId: string): string | undefined {
+    return this.hosts.get(instanceId)?.assignCertSha256 ?? undefined;
   }
 
   private start(
@@ -86,6 +109,7 @@ export class SimulatedHosts {
     const fingerprint = randomBytes(32).toString("hex");
     const host: SimulatedHost = {
       privateIp,
+      assignCertSha256: role.kind === "standby" ? role.assignCertSha256 : null,
       launch,
       sink,
       clients: 0,
@@ -126,10 +150,14 @@ export class SimulatedHosts {
    * The platform assigned the standby host a session (what the real agent's assignment endpoint and the image's
    * cgs-assign unit do): the session's credentials are installed, and the agent restarts for the session.
    */
-  async assign(instanceId: string, assignment: Assignment): Promise<boolean> {
+  async assign(instanceId: string, assignment: Assignment): Promise<"accepted" | "other_session" | "down"> {
     const host = this.hosts.get(instanceId);
-    if (!host || "sessionId" in host.launch) return false;
+    if (!host) return "down";
+    if ("sessionId" in host.launch) {
+      return host.launch.sessionId === assignment.sessionId ? "accepted" : "other_session";
+    }
     await this.shutdown(instanceId);
+    this.assignments.set(instanceId, assignment);
     const launch: LaunchRequest = {
       sessionId: assignment.sessionId,
       accountId: "",
@@ -143,8 +171,7 @@ export class SimulatedHosts {
       { kind: "session", sessionId: assignment.sessionId },
       Buffer.from(assignment.agentKey, "base64url"),
     );
-    this.settings.assigned?.(instanceId, host.privateIp, assignment);
-    return true;
+    return "accepted";
   }
 
   /** The instance is gone or stopped: its agent stops with it. */
@@ -181,5 +208,40 @@ export class SimulatedHosts {
 
   async closeAll(): Promise<void> {
     await Promise.all([...this.hosts.keys()].map((id) => this.shutdown(id)));
+  }
+}
+
+/**
+ * The assignment on the simulators, as HttpsHostAssigner does it on EC2: refused unless the instance's standby agent
+ * runs and presents the pinned certificate; then the host installs the session's credentials (the cloud simulator's
+ * record, which the streaming-host simulator checks) and Sunshine starts.
+ */
+export class SimulatedHostAssigner implements HostAssigner {
+  constructor(
+    private readonly hosts: SimulatedHosts,
+    private readonly installed: {
+      installCredentials(instanceId: string, credentials: { username: string; password: string }): void;
+    },
+    private readonly sunshine: { restart(hostIp: string): void } | undefined,
+  ) {}
+
+  async assign(target: AssignTarget, assignment: Assignment): Promise<void> {
+    const cert = this.hosts.assignCertOf(target.instanceId);
+    if (cert === undefined) throw new Error(`pool instance ${target.instanceId} is not answering`);
+    if (cert !== target.certSha256) {
+      throw new HostIdentityError(
+        `pool instance ${target.instanceId} presented a certificate other than the one pinned`,
+      );
+    }
+    const outcome = await this.hosts.assign(target.instanceId, assignment);
+    if (outcome === "down") throw new Error(`pool instance ${target.instanceId} is not answering`);
+    if (outcome === "other_session") {
+      throw new AlreadyAssignedError(`pool instance ${target.instanceId} already serves another session`);
+    }
+    this.installed.installCredentials(target.instanceId, {
+      username: assignment.sunshineUsername,
+      password: assignment.sunshinePassword,
+    });
+    this.sunshine?.restart(target.privateIp);
   }
 }

@@ -133,10 +133,13 @@ export interface SimulatedStreamingHostSettings {
   installed?: (hostIp: string) => StreamingCredentials | undefined;
   /** Sunshine's client list as the host at this address keeps it: on its account volume (the cloud simulator's). */
   clientsOf?: (hostIp: string) => HostClient[] | undefined;
+  /** Whether the host at this address sees its account volume yet (Sunshine starts only once it does). */
+  volumeReady?: (hostIp: string) => boolean;
 }
 
 /**
- * In-process stand-in for `npm start` and tests: a host answers `readyDelayMs` after it was first probed,
+ * In-process stand-in for `npm start` and tests: a host answers `readyDelayMs` after it was first probed with its
+ * account volume attached (or after a pool instance's assignment restarted it),
  * and records the PINs it was given. `down()` makes a host refuse everything. Like Sunshine, a host refuses
  * (401) credentials other than the ones installed on it at launch.
  */
@@ -175,9 +178,18 @@ export class SimulatedStreamingHost implements StreamingHost {
     else this.downHosts.delete(hostIp);
   }
 
+  /** Sunshine (re)starts on the host at this address now: a pool instance took its session. */
+  restart(hostIp: string): void {
+    this.firstSeen.set(hostIp, this.now());
+  }
+
   /** Whether the host at this address answers at all (its agent's Sunshine probe). */
   answers(hostIp: string): boolean {
     if (this.downHosts.has(hostIp)) return false;
+    if (this.settings.volumeReady && !this.settings.volumeReady(hostIp)) {
+      this.firstSeen.delete(hostIp);
+      return false;
+    }
     const first = this.firstSeen.get(hostIp) ?? this.now();
     this.firstSeen.set(hostIp, first);
     return this.now() - first >= this.settings.readyDelayMs;

@@ -30,3 +30,10 @@ export const poolInstancesTable = pgTable(
 );
 
 export type PoolInstanceRow = typeof poolInstancesTable.$inferSelect;
+
+/** Which replica keeps a zone's pool: held for a while and renewed by each of its ticks, taken over once expired. */
+export const poolKeeperLeasesTable = pgTable("pool_keeper_leases", {
+  availabilityZone: text("availability_zone").primaryKey(),
+  owner: text("owner").notNull(),
+  expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+});

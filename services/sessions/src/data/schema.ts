@@ -3,4 +3,4 @@ export { idempotencyKeysTable, pairingPinsTable, sessionsTable, volumesTable } f
 export { streamingCredentialsTable } from "./streaming-credential-tables";
 export { devicesTable } from "./device-tables";
 export { privateNetworkKeysTable, privateNetworkSlotsTable } from "./private-network-tables";
-export { poolInstancesTable } from "./pool-tables";
+export { poolInstancesTable, poolKeeperLeasesTable } from "./pool-tables";

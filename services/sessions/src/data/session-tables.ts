@@ -52,6 +52,8 @@ export const sessionsTable = pgTable(
     /** The pool slot of a claimed pool instance (its key signs the assignment) and the endpoint it pinned. */
     poolId: uuid("pool_id"),
     poolAssignCertSha256: text("pool_assign_cert_sha256"),
+    /** When the claimed pool instance's agent was last seen waiting (a woken warm one reports again once up). */
+    poolStandbyAt: timestamp("pool_standby_at", { withTimezone: true }),
     /** When a claimed pool instance took the session's secrets (a cold launch has them in its user data). */
     assignedAt: timestamp("assigned_at", { withTimezone: true }),
     /** When the streaming host first answered: start-to-ready is readyAt - createdAt. */

@@ -6,7 +6,7 @@ import {
   findSessionsByIds,
   type HostObservation,
 } from "../data/host-report-repository";
-import { recordStandby } from "../data/pool-repository";
+import { recordClaimedStandby, recordStandby } from "../data/pool-repository";
 import type { SessionsDomainDeps } from "./session-deps";
 
 type SessionReport = HostReport & { sessionId: string };
@@ -123,15 +123,18 @@ export async function ingestHostReports(
 
 /**
  * A pre-booted pool instance says it is up and waiting: the pool keeper may keep it hot or park it, and a start may
- * claim it. A report for a slot that is gone (claimed, retired) or naming another instance changes nothing.
+ * claim it; or a session claimed it (a warm instance it woke) and may now assign it. A report for a slot that is
+ * gone (retired) or naming another instance changes nothing.
  */
 async function applyStandby(deps: Deps, report: HostReport, at: Date): Promise<ReportOutcome> {
-  const recorded = await recordStandby(deps.db, {
-    poolId: report.poolId!,
-    instanceId: report.instanceId,
-    seq: report.seq,
-    assignCertSha256: report.assignCertSha256,
-    at,
-  });
+  const poolId = report.poolId!;
+  const recorded =
+    (await recordStandby(deps.db, {
+      poolId,
+      instanceId: report.instanceId,
+      seq: report.seq,
+      assignCertSha256: report.assignCertSha256,
+      at,
+    })) || (await recordClaimedStandby(deps.db, { poolId, instanceId: report.instanceId, at }));
   return recorded ? "applied" : "not_active";
 }

@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { metrics } from "@cgs/shared";
 import type { CloudInstance } from "../adapters/cloud-provider";
+import { AlreadyAssignedError } from "../adapters/host-assigner";
+import { HostIdentityError } from "../adapters/pinned-https";
 import {
   claimActiveSessions,
   deleteVolumeRow,
@@ -55,6 +57,10 @@ export class Reconciler {
       durationMs: 0,
     };
     const { db } = this.deps;
+    // Poll's start estimates follow what starts have measured lately (at most once a minute).
+    await this.deps.estimates.refresh(db, this.deps.clock.now()).catch((err: unknown) => {
+      this.deps.logger.warn({ err }, "start estimates not refreshed");
+    });
     const rows = await claimActiveSessions(db, this.owner, this.settings.batchSize, this.settings.leaseMs);
     report.claimed = rows.length;
     try {
@@ -88,7 +94,9 @@ export class Reconciler {
           report.cloudCalls += calls;
           note(transition);
           if (transition === "ready") {
-            metrics.startToReady.observe((this.deps.clock.now().getTime() - row.createdAt.getTime()) / 1000);
+            metrics.startToReady
+              .labels(row.capacity)
+              .observe((this.deps.clock.now().getTime() - row.createdAt.getTime()) / 1000);
             // The host is up: devices removed while no session ran are unpaired now, new ones recorded.
             const ready = await findSession(this.deps.db, row.id);
             if (ready) await syncDevicesQuietly(this.deps, ready);
@@ -173,6 +181,19 @@ export class Reconciler {
           return { transition: await this.fail(row, "volume_attach_failed", message), calls: calls + 1 };
         }
       }
+      if (row.poolId && !row.assignedAt) {
+        // A claimed pool instance runs the session only once it holds its secrets.
+        const assigned = await this.assign(row, instance.privateIp);
+        if (assigned !== true) {
+          if (assigned !== "refused" && !timedOut) return { calls };
+          await cloud.terminateInstance(row.instanceId);
+          const message =
+            assigned === "refused"
+              ? "The machine could not take this session"
+              : "The machine did not take this session in time";
+          return { transition: await this.fail(row, "assignment_failed", message), calls: calls + 1 };
+        }
+      }
       // Probing before the write lets a host that is already up go straight to ready in one update.
       const ready = instance.privateIp
         ? await this.deps.streamingHost.isReady(instance.privateIp, instance.sessionId)
@@ -189,6 +210,7 @@ export class Reconciler {
           // The idle clock starts when the machine is up: the player has the idle timeout to connect.
           playSeenAt: runningAt,
           ready,
+          ...(ready ? { readyAt: runningAt } : {}),
         });
         // Billing meters from here: the instance is running.
         if (updated) await publishSessionStarted(this.deps, tx, updated);
@@ -217,7 +239,45 @@ export class Reconciler {
   private async probe(row: SessionRow): Promise<boolean> {
     if (!row.privateNetIp) return false;
     if (!(await this.deps.streamingHost.isReady(row.privateNetIp, row.id))) return false;
-    return (await updateSessionIf(this.deps.db, row.id, "running", { ready: true })) !== undefined;
+    const readyAt = this.deps.clock.now();
+    return (await updateSessionIf(this.deps.db, row.id, "running", { ready: true, readyAt })) !== undefined;
+  }
+
+  /**
+   * Hands the claimed pool instance its session, once its agent has been seen waiting since the claim (a woken warm
+   * instance takes a while): true when taken, "waiting" while it cannot be yet (retried next tick), "refused" when
+   * the instance already took another session (it must not serve this one).
+   */
+  private async assign(row: SessionRow, privateIp: string | null): Promise<true | "waiting" | "refused"> {
+    if (!row.poolStandbyAt || !privateIp || !row.poolId || !row.poolAssignCertSha256) return "waiting";
+    const { hostSecrets, assigner, db, logger, clock } = this.deps;
+    try {
+      const assignment = await hostSecrets.assignmentFor(
+        { sessionId: row.id, accountId: row.accountId },
+        row.volumeId,
+      );
+      await assigner.assign(
+        {
+          instanceId: row.instanceId!,
+          privateIp,
+          poolId: row.poolId,
+          certSha256: row.poolAssignCertSha256,
+        },
+        assignment,
+      );
+    } catch (err) {
+      if (err instanceof AlreadyAssignedError || err instanceof HostIdentityError) {
+        logger.error({ err, sessionId: row.id, instanceId: row.instanceId }, "pool instance refused");
+        return "refused";
+      }
+      logger.warn(
+        { err, sessionId: row.id, instanceId: row.instanceId },
+        "assignment not taken yet; retried",
+      );
+      return "waiting";
+    }
+    await updateSessionIf(db, row.id, "starting", { assignedAt: clock.now() });
+    return true;
   }
 
   private async fail(

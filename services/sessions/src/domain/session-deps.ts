@@ -2,9 +2,12 @@ import type { Logger } from "pino";
 import type { AccountsClient, AnyEvent, Clock } from "@cgs/shared";
 import type { BillingClient } from "../adapters/billing-client";
 import type { CloudProvider } from "../adapters/cloud-provider";
+import type { HostSecrets } from "../adapters/credential-issuing-cloud";
+import type { HostAssigner } from "../adapters/host-assigner";
 import type { PrivateNetwork } from "../adapters/private-network";
 import type { StreamingHost } from "../adapters/streaming-host";
 import type { SessionsDb, SessionsTx } from "../data/session-repository";
+import type { StartEstimates } from "./start-estimates";
 
 /** The outside systems the sessions service talks to, chosen at the composition root. */
 export interface SessionsAdapters {
@@ -13,6 +16,10 @@ export interface SessionsAdapters {
   privateNetwork: PrivateNetwork;
   accounts: AccountsClient;
   billing: BillingClient;
+  /** A session host's secrets, for a claimed pool instance's assignment (cold launches get them in user data). */
+  hostSecrets: HostSecrets;
+  /** Hands a claimed pool instance its session. */
+  assigner: HostAssigner;
 }
 
 /** Writes an event to the outbox inside the caller's transaction; where it goes is decided at composition. */
@@ -46,6 +53,22 @@ export interface PlaySettings {
   hostLostMs: number;
 }
 
+/** Capacity pools: pre-booted instances a start claims (hot: running, warm: stopped), sized from demand. */
+export interface PoolSettings {
+  hot: { min: number; max: number; coverMinutes: number };
+  warm: { min: number; max: number; coverMinutes: number };
+  shrinkAfterMs: number;
+  launchTimeoutMs: number;
+  /** Most cloud calls that change the pool (launch, start, stop, terminate) in one tick. */
+  changesPerTick: number;
+  /** Idle capacity's cost per instance hour, minor units. */
+  runningHourCost: number;
+  stoppedHourCost: number;
+}
+
+/** Where a start's instance comes from: a hot or warm pool instance, or a new one. */
+export type Capacity = "hot" | "warm" | "cold";
+
 /** What the use cases need to know, read from config once at composition. */
 export interface SessionSettings {
   /** Minor units of `currency` per running minute. */
@@ -63,10 +86,15 @@ export interface SessionSettings {
   streamingPort: number;
   privateNetwork: { keyTtlSeconds: number; maxLiveKeys: number };
   reconciler: ReconcilerSettings;
+  pool: PoolSettings;
+  /** Typical start-to-ready by capacity until enough starts were measured, in ms. */
+  startEstimates: Record<Capacity, number>;
 }
 
 export interface SessionsDomainDeps extends SessionsAdapters {
   db: SessionsDb;
+  /** Typical start-to-ready by capacity (poll's estimates), refreshed by the reconciler. */
+  estimates: StartEstimates;
   settings: SessionSettings;
   events: EventPublisher;
   clock: Clock;

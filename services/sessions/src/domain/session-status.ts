@@ -1,6 +1,7 @@
 import type { SessionRow } from "../data/session-tables";
 import { currentWarning, describeWarning, type StopReason, type WarningKind } from "./play-state";
-import type { PlaySettings } from "./session-deps";
+import type { Capacity, PlaySettings } from "./session-deps";
+import { startingMessage } from "./start-estimates";
 
 export type SessionState = "idle" | "starting" | "running" | "stopping" | "stopped" | "failed";
 
@@ -39,10 +40,20 @@ export const IDLE_STATUS: SessionStatus = {
   stopReason: null,
 };
 
-/** What the answer depends on besides the row: the time it is asked and the play settings. */
+/** What the answer depends on besides the row: the time it is asked, the play settings, typical start times. */
 export interface StatusView {
   now: Date;
   play: PlaySettings;
+  estimates?: { typicalMs(capacity: Capacity): number };
+}
+
+/** While the machine comes up: the phase and an estimate ("Starting a warm machine, about 25 s"). */
+function progressMessage(row: SessionRow, view: StatusView): string | null {
+  const starting = row.state === "starting" || (row.state === "running" && !row.ready);
+  if (!starting || !view.estimates) return null;
+  if (!row.instanceId) return "Finding a machine";
+  const elapsed = view.now.getTime() - row.createdAt.getTime();
+  return startingMessage(row.capacity, elapsed, view.estimates.typicalMs(row.capacity));
 }
 
 export function toSessionStatus(row: SessionRow | undefined, view: StatusView): SessionStatus {
@@ -58,7 +69,7 @@ export function toSessionStatus(row: SessionRow | undefined, view: StatusView): 
     privateNetIp: live ? row.privateNetIp : null,
     startedAt: (row.startedAt ?? row.createdAt).toISOString(),
     ready: row.state === "running" && row.ready,
-    message: warning?.message ?? row.message,
+    message: warning?.message ?? row.message ?? progressMessage(row, view),
     warning: warning
       ? { kind: warning.kind, stopsAt: warning.stopsAt.toISOString(), canKeepPlaying: warning.canKeepPlaying }
       : null,
@@ -72,6 +83,10 @@ export function withCurrentFields(stored: Partial<SessionStatus>): SessionStatus
 }
 
 /** The view at this moment for a use case's dependencies. */
-export function statusView(deps: { clock: { now(): Date }; settings: { play: PlaySettings } }): StatusView {
-  return { now: deps.clock.now(), play: deps.settings.play };
+export function statusView(deps: {
+  clock: { now(): Date };
+  settings: { play: PlaySettings };
+  estimates?: StatusView["estimates"];
+}): StatusView {
+  return { now: deps.clock.now(), play: deps.settings.play, estimates: deps.estimates };
 }

@@ -14,6 +14,7 @@ import {
   updateSessionIf,
 } from "../data/session-repository";
 import type { SessionRow, VolumeRow } from "../data/session-tables";
+import { claimPoolInstance, releaseClaim } from "../data/pool-repository";
 import { publishSessionFailed } from "./session-events";
 import type { SessionsDomainDeps } from "./session-deps";
 import { statusView, toSessionStatus, withCurrentFields, type SessionStatus } from "./session-status";
@@ -113,13 +114,10 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
 
   let volume: VolumeRow;
   let instanceId: string;
+  let volumeAttached = false;
   try {
     volume = await ensureVolume(deps, input.accountId, authorization.storage.sizeGb);
-    ({ instanceId } = await cloud.launchInstance({
-      accountId: input.accountId,
-      sessionId: session.id,
-      availabilityZone: volume.availabilityZone,
-    }));
+    ({ instanceId, volumeAttached } = await acquireInstance(deps, session, volume));
   } catch (err) {
     await abandon();
     if (err instanceof CloudCapacityError) {
@@ -138,6 +136,7 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
   const started = await updateSessionIf(db, session.id, "starting", {
     instanceId,
     volumeId: volume.volumeId,
+    volumeAttached,
     authorizationId: authorization.authorizationId,
     startedAt: clock.now(),
   });
@@ -149,6 +148,54 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
     input.accessToken,
     authorization.authorizationId,
   );
+}
+
+/**
+ * The fastest instance there is: a hot pool instance (running, its agent waiting), then a warm one (stopped, booted
+ * once: started now), then a new launch. A pool instance that cannot serve (gone, or no capacity to start it) is
+ * terminated and the next option tried. The volume is attached here when it can be; otherwise (it is still
+ * detaching from the account's last instance) the reconciler attaches it.
+ */
+async function acquireInstance(
+  deps: SessionsDomainDeps,
+  session: SessionRow,
+  volume: VolumeRow,
+): Promise<{ instanceId: string; volumeAttached: boolean }> {
+  const { db, cloud, logger, settings } = deps;
+  const owner = { sessionId: session.id, accountId: session.accountId };
+  const poolsOn = settings.pool.hot.max + settings.pool.warm.max > 0;
+  for (const kind of poolsOn ? (["hot", "warm"] as const) : []) {
+    const claimed = await claimPoolInstance(db, session.id, volume.availabilityZone, kind);
+    if (!claimed) continue;
+    const instanceId = claimed.slot.instanceId!;
+    try {
+      await cloud.claimInstance(instanceId, owner);
+      const volumeAttached = await cloud.attachVolume(volume.volumeId, instanceId).then(
+        () => true,
+        (err: unknown) => {
+          logger.info(
+            { err, sessionId: session.id, instanceId },
+            "volume not attachable yet; the reconciler retries",
+          );
+          return false;
+        },
+      );
+      if (kind === "warm") await cloud.startInstance(instanceId);
+      metrics.sessionStarts.labels(kind).inc();
+      return { instanceId, volumeAttached };
+    } catch (err) {
+      logger.warn(
+        { err, sessionId: session.id, instanceId, kind },
+        "pool instance could not serve; trying the next",
+      );
+      await cloud.terminateInstance(instanceId).catch(() => undefined);
+      await releaseClaim(db, session.id);
+    }
+  }
+  if (poolsOn) metrics.poolClaimMisses.inc();
+  const { instanceId } = await cloud.launchInstance({ ...owner, availabilityZone: volume.availabilityZone });
+  metrics.sessionStarts.labels("cold").inc();
+  return { instanceId, volumeAttached: false };
 }
 
 /**
