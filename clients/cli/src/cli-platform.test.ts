@@ -282,6 +282,10 @@ describe("cgs commands, in text and --json", () => {
     expect(started.stdout).toMatch(/^Session ready after \d+ s\.\nState: running \(ready\)\nInstance: \S+/);
     expect(started.stdout).toContain("Next: cgs session pair");
     expect(started.stderr).toMatch(/running · ready: yes · \d+ s/);
+    // While it starts, the line names the phase and its estimate the way poll's message does.
+    expect(started.stderr).toMatch(
+      /(starting|running) · ready: no · \d+ s · (Finding a machine|Starting a new machine, about \d+ (s|min))/,
+    );
     expect(await json(["session", "status"])).toMatchObject({ state: "running", ready: true });
     expect((await text(["session", "pair"])).stdout).toMatch(
       /^PIN: \d{4} \(enter it in your streaming client; expires /,

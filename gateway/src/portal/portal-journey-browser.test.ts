@@ -108,7 +108,10 @@ describeWithChromium("the portal journey browser test")("the portal, a player's 
     await page.click("#start");
     await page.locator("#session-state", { hasText: "Starting" }).waitFor();
     expect(await page.isVisible("#session-progress")).toBe(true);
-    expect(await text("#session-progress-text")).toContain("Requesting a cloud instance");
+    // The phase and its estimate, as poll's message names them.
+    expect(await text("#session-progress-text")).toMatch(
+      /^(Finding a machine|Starting a new machine, about \d+ (s|min))$/,
+    );
 
     await second.click("#start");
     await second.locator("#session-message", { hasText: "already running" }).waitFor();

@@ -42,9 +42,10 @@ const progress = () => {
   const line = progressLine();
   return {
     onProgress: (s: SessionStatus, elapsedMs: number) =>
+      // The phase the platform names ("Starting a warm machine, about 30 s") follows the elapsed time.
       line.update(
-        `${s.state} · ready: ${s.ready ? "yes" : "no"} · ${seconds(elapsedMs)}`,
-        `${s.state}:${s.ready}`,
+        `${s.state} · ready: ${s.ready ? "yes" : "no"} · ${seconds(elapsedMs)}${s.message ? ` · ${s.message}` : ""}`,
+        `${s.state}:${s.ready}:${s.message ?? ""}`,
       ),
     done: () => line.done(),
   };

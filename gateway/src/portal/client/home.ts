@@ -178,11 +178,13 @@ function renderSession(next: SessionStatus): void {
   el.stop.disabled = !(next.state === "starting" || next.state === "running");
   el.stop.hidden = !ACTIVE.has(next.state);
 
+  // While it starts, the service names the phase and its estimate ("Starting a warm machine, about 30 s").
+  const phase = next.warning ? null : next.message;
   const steps: [number, string] =
     next.state === "starting"
-      ? [1, "Requesting a cloud instance…"]
+      ? [1, phase ?? "Requesting a cloud instance…"]
       : next.state === "running" && !next.ready
-        ? [2, "Instance up; waiting for the streaming host…"]
+        ? [2, phase ?? "Instance up; waiting for the streaming host…"]
         : next.state === "running"
           ? [3, "Ready to play"]
           : next.state === "stopping"
