@@ -1,4 +1,4 @@
-import { loadPlatformConfig, type WorkloadConfig } from "./config";
+import { loadPlatformConfig, type CapacityPoolsConfig, type WorkloadConfig } from "./config";
 import { readStackConfig, TEST_SECRETS } from "./testing/stack-harness";
 import { stagingValue, useStagingConfigWith } from "./testing/component-harness";
 
@@ -9,6 +9,8 @@ function changed<T>(key: string, change: (value: T) => void): Record<string, unk
   return { [`cgs:${key}`]: value };
 }
 const workloads = (change: (w: WorkloadConfig) => void) => changed<WorkloadConfig>("workloads", change);
+const pools = (change: (p: CapacityPoolsConfig) => void) =>
+  changed<CapacityPoolsConfig>("capacityPools", change);
 
 describe("stack configuration: what loads", () => {
   it.each(["staging", "prod"])(
@@ -151,12 +153,52 @@ describe("stack configuration: refusals that name the key", () => {
       { "cgs:mailFrom": "no-reply" },
       /cgs:mailFrom must be an e-mail address \(got "no-reply"\)/,
     ],
+    [
+      "a pool floor above its ceiling",
+      pools((p) => ((p.warm.min = 4), (p.warm.max = 3))),
+      /cgs:capacityPools.warm.min 4 is above cgs:capacityPools.warm.max 3/,
+    ],
+    [
+      "a negative pool ceiling",
+      pools((p) => (p.hot.max = -1)),
+      /cgs:capacityPools.hot.max must be an integer of at least 0 \(got -1\)/,
+    ],
+    [
+      "a fractional pool floor",
+      pools((p) => (p.hot.min = 0.5)),
+      /cgs:capacityPools.hot.min must be an integer of at least 0 \(got 0.5\)/,
+    ],
+    [
+      "a pool sized to cover no minutes of demand",
+      pools((p) => (p.warm.coverMinutes = 0)),
+      /cgs:capacityPools.warm.coverMinutes must be an integer from 1 to 1440 \(got 0\)/,
+    ],
+    [
+      "a pool without its warm sizing",
+      pools((p) => delete (p as Partial<CapacityPoolsConfig>).warm),
+      /cgs:capacityPools.warm.min must be an integer of at least 0 \(got undefined\)/,
+    ],
+    [
+      "pool launches that never time out",
+      pools((p) => (p.launchTimeoutMinutes = 0)),
+      /cgs:capacityPools.launchTimeoutMinutes must be an integer of at least 1 \(got 0\)/,
+    ],
+    [
+      "an idle cost in dollars instead of whole cents",
+      pools((p) => (p.runningHourCost = 0.587)),
+      /cgs:capacityPools.runningHourCost must be an integer of at least 0 \(got 0.587\)/,
+    ],
+    [
+      "a negative stopped-instance cost",
+      pools((p) => (p.stoppedHourCost = -1)),
+      /cgs:capacityPools.stoppedHourCost must be an integer of at least 0/,
+    ],
   ])("when the config has %s, then loading refuses it", (_what, overrides, message) => {
     useStagingConfigWith(overrides);
     expect(() => loadPlatformConfig()).toThrow(message);
   });
 
-  it.each(["cgs:mailFrom", "cgs:workloads", "aws:region"])(
+  it.each(["cgs:mailFrom", "cgs:workloads", "cgs:capacityPools", "aws:region"])(
     "when %s is missing, then loading names it",
     (key) => {
       useStagingConfigWith({ [key]: undefined });

@@ -72,6 +72,35 @@ export interface StreamingConfig {
   udpPortRange: { from: number; to: number };
   /** The streaming host's management API (Sunshine 47990), reachable from the sessions service only. */
   apiPort: number;
+  /**
+   * A pool instance's assignment endpoint (the host agent's HTTPS, 47991), which the sessions service calls at the
+   * instance's VPC address to hand it a session; reachable from the sessions service only, like `apiPort`.
+   */
+  assignPort: number;
+}
+
+/** One capacity pool's sizing: its target is starts-per-hour x coverMinutes / 60, clamped to [min, max]. */
+export interface PoolSizing {
+  min: number;
+  max: number;
+  coverMinutes: number;
+}
+
+/**
+ * Capacity pools: pre-booted streaming instances a start claims, hot (running) before warm (stopped) before a cold
+ * launch. min and max 0 for both turns the pools off. Passed to the sessions service as POOL_* (platform-values.ts).
+ */
+export interface CapacityPoolsConfig {
+  hot: PoolSizing;
+  warm: PoolSizing;
+  /** Idle this long, the pools shrink back towards their floor. */
+  shrinkAfterMinutes: number;
+  /** A pool launch not standing by after this long is terminated and replaced. */
+  launchTimeoutMinutes: number;
+  /** Idle capacity's cost in minor units of SESSION_CURRENCY per instance hour: running (the instance type). */
+  runningHourCost: number;
+  /** ... and stopped (its root volume), for the cgs_pool_idle_cost_per_hour metric. */
+  stoppedHourCost: number;
 }
 
 /**
@@ -106,6 +135,7 @@ export interface PlatformConfig {
   queues: QueueConfig;
   workloads: WorkloadConfig;
   streaming: StreamingConfig;
+  capacityPools: CapacityPoolsConfig;
   privateNetwork: PrivateNetworkConfig;
   imageTag: string;
   /** Public host name of the platform (the gateway's ingress). */
@@ -143,6 +173,7 @@ export const REQUIRED_CONFIG_KEYS = [
   "queues",
   "workloads",
   "streaming",
+  "capacityPools",
   "privateNetwork",
   "imageTag",
   "domain",
@@ -204,7 +235,25 @@ function validate(c: Omit<PlatformConfig, "secrets">): void {
   for (const name of Object.keys(c.extraEnv)) {
     if (!known.has(name)) fail(`cgs:extraEnv.${name} names no deployable`);
   }
+  validateCapacityPools(c.capacityPools);
   validateStackWide(c);
+}
+
+function validateCapacityPools(given: CapacityPoolsConfig): void {
+  const key = "cgs:capacityPools";
+  const pools = (given ?? {}) as Partial<CapacityPoolsConfig>;
+  for (const kind of ["hot", "warm"] as const) {
+    const p = pools[kind] ?? ({} as Partial<PoolSizing>);
+    const min = integerIn(`${key}.${kind}.min`, p.min, 0);
+    const max = integerIn(`${key}.${kind}.max`, p.max, 0);
+    if (min > max) fail(`${key}.${kind}.min ${min} is above ${key}.${kind}.max ${max}`);
+    integerIn(`${key}.${kind}.coverMinutes`, p.coverMinutes, 1, 24 * 60);
+  }
+  integerIn(`${key}.shrinkAfterMinutes`, pools.shrinkAfterMinutes, 1);
+  integerIn(`${key}.launchTimeoutMinutes`, pools.launchTimeoutMinutes, 1);
+  // Whole minor units, like every amount of money the platform configures (SESSION_RATE_PER_MINUTE).
+  integerIn(`${key}.runningHourCost`, pools.runningHourCost, 0);
+  integerIn(`${key}.stoppedHourCost`, pools.stoppedHourCost, 0);
 }
 
 /** What no single component sees: names derived from the environment, the zones' region, the workloads' sizing. */
@@ -277,6 +326,7 @@ export function loadPlatformConfig(): PlatformConfig {
     queues: cfg.requireObject<QueueConfig>("queues"),
     workloads: cfg.requireObject<WorkloadConfig>("workloads"),
     streaming: cfg.requireObject<StreamingConfig>("streaming"),
+    capacityPools: cfg.requireObject<CapacityPoolsConfig>("capacityPools"),
     privateNetwork: cfg.requireObject<PrivateNetworkConfig>("privateNetwork"),
     imageTag: cfg.require("imageTag"),
     domain: cfg.require("domain"),

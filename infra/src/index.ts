@@ -306,6 +306,7 @@ const platform = new PlatformRelease("platform", {
     certificateArn: endpoint.certificateArn,
     dataCidrs: network.privateSubnetCidrs,
     loadBalancerCidrs: network.publicSubnetCidrs,
+    streamingHostPorts: [cfg.streaming.apiPort, cfg.streaming.assignPort],
     workloads: cfg.workloads,
     commonEnv: {
       OIDC_ISSUER: cfg.oidcIssuer,
@@ -326,7 +327,9 @@ const platform = new PlatformRelease("platform", {
             subnetId: network.publicSubnetIds[0] as pulumi.Output<string>,
             availabilityZone: cfg.availabilityZones[0] as string,
             tagPrefix,
+            assignPort: cfg.streaming.assignPort,
           },
+          capacityPools: cfg.capacityPools,
           privateNetwork: cfg.privateNetwork,
           keycloakAdminClientId: cfg.keycloakAdminClientId,
           mailFrom: cfg.mailFrom,

@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { hostReportQueueName, serviceQueueNames } from "@cgs/shared";
-import type { PrivateNetworkConfig, WorkloadConfig } from "./config";
+import type { CapacityPoolsConfig, PrivateNetworkConfig, WorkloadConfig } from "./config";
 import {
   DEPLOYABLES,
   envPrefix,
@@ -46,7 +46,10 @@ export interface EnvironmentContext {
     subnetId: pulumi.Input<string>;
     availabilityZone: string;
     tagPrefix: string;
+    /** A pool instance's assignment endpoint (HOST_ASSIGN_PORT). */
+    assignPort: number;
   };
+  capacityPools: CapacityPoolsConfig;
   privateNetwork: PrivateNetworkConfig;
   keycloakAdminClientId: string;
   mailFrom: string;
@@ -84,12 +87,30 @@ export function serviceEnvironment(
       ...privateNetworkEnvironment(ctx.privateNetwork),
       // The service finds the queue as QUEUE_NAME_PREFIX + this name, like its own inbound queue.
       HOST_REPORT_QUEUE_NAME: hostReportQueueName,
+      HOST_ASSIGN_PORT: String(ctx.streaming.assignPort),
+      ...capacityPoolsEnvironment(ctx.capacityPools),
     });
   }
   if (d.secrets.stripe) env.PAYMENT_PROVIDER = "stripe";
   if (d.secrets.identityProvider) env.KEYCLOAK_ADMIN_CLIENT_ID = ctx.keycloakAdminClientId;
   if (d.secrets.smtp) env.MAIL_FROM = ctx.mailFrom;
   return { ...env, ...(ctx.extraEnv[d.name] ?? {}) };
+}
+
+/** The sessions service's capacity pool settings (its config's POOL_* variables). */
+export function capacityPoolsEnvironment(pools: CapacityPoolsConfig): Record<string, string> {
+  return {
+    POOL_HOT_MIN: String(pools.hot.min),
+    POOL_HOT_MAX: String(pools.hot.max),
+    POOL_HOT_COVER_MINUTES: String(pools.hot.coverMinutes),
+    POOL_WARM_MIN: String(pools.warm.min),
+    POOL_WARM_MAX: String(pools.warm.max),
+    POOL_WARM_COVER_MINUTES: String(pools.warm.coverMinutes),
+    POOL_SHRINK_AFTER_MINUTES: String(pools.shrinkAfterMinutes),
+    POOL_LAUNCH_TIMEOUT_MINUTES: String(pools.launchTimeoutMinutes),
+    POOL_RUNNING_HOUR_COST: String(pools.runningHourCost),
+    POOL_STOPPED_HOUR_COST: String(pools.stoppedHourCost),
+  };
 }
 
 /** Headscale as the chart runs it: its Service inside the cluster, its own public host for the nodes. */
@@ -136,6 +157,11 @@ export interface PlatformValuesArgs {
   certificateArn: pulumi.Input<string>;
   dataCidrs: string[];
   loadBalancerCidrs: string[];
+  /**
+   * Ports the deployables that manage streaming instances call on them at their VPC addresses: Sunshine's API and
+   * a pool instance's assignment endpoint (cgs:streaming.apiPort, assignPort). Their NetworkPolicy opens these.
+   */
+  streamingHostPorts: number[];
   workloads: WorkloadConfig;
   commonEnv: Record<string, pulumi.Input<string>>;
   env: Record<DeployableName, Record<string, pulumi.Input<string>>>;
@@ -190,7 +216,7 @@ export function buildPlatformValues(a: PlatformValuesArgs): Record<string, unkno
           services: d.calls,
           postgres: d.database !== undefined,
           redis: d.secrets.redis !== undefined,
-          internetPorts: d.internetPorts,
+          internetPorts: [...d.internetPorts, ...(d.managesStreamingInstances ? a.streamingHostPorts : [])],
         },
       },
     ]),

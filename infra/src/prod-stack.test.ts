@@ -46,3 +46,21 @@ describe("stack prod: production guarantees", () => {
     }
   });
 });
+
+describe("stack prod: capacity pools", () => {
+  it("when sessions is configured, then it runs a hot instance always up and up to 40 warm ones, with the idle cost of its instance type", () => {
+    expect(platformValues(run).services.sessions?.env).toMatchObject({
+      POOL_HOT_MIN: "1",
+      POOL_HOT_MAX: "10",
+      POOL_HOT_COVER_MINUTES: "2",
+      POOL_WARM_MIN: "3",
+      POOL_WARM_MAX: "40",
+      POOL_WARM_COVER_MINUTES: "10",
+      POOL_SHRINK_AFTER_MINUTES: "15",
+      POOL_LAUNCH_TIMEOUT_MINUTES: "20",
+      POOL_RUNNING_HOUR_COST: "112",
+      POOL_STOPPED_HOUR_COST: "2",
+      HOST_ASSIGN_PORT: "47991",
+    });
+  });
+});

@@ -54,8 +54,9 @@ const ENTRIES: readonly DeployableEntry[] = [
     managesStreamingInstances: true,
     // Start authorization and hold release (billing), account status and preferences (accounts).
     calls: ["billing", "accounts"],
-    // AWS and Tailscale APIs; the Sunshine API on each streaming instance (Headscale is in the cluster).
-    internetPorts: [443, 47990],
+    // AWS and Tailscale APIs (Headscale is in the cluster). The streaming instances' API and assignment ports come
+    // from cgs:streaming (platform-values.ts, streamingHostPorts).
+    internetPorts: [443],
   },
   {
     name: "billing",

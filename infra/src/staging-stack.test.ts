@@ -100,3 +100,21 @@ describe("stack staging: the self-hosted private network (Headscale)", () => {
     15 * 60_000,
   );
 });
+
+describe("stack staging: capacity pools", () => {
+  it("when sessions is configured, then it runs a small warm pool and at most one hot instance, with the idle cost of its instance type", () => {
+    expect(platformValues(run).services.sessions?.env).toMatchObject({
+      POOL_HOT_MIN: "0",
+      POOL_HOT_MAX: "1",
+      POOL_HOT_COVER_MINUTES: "2",
+      POOL_WARM_MIN: "1",
+      POOL_WARM_MAX: "3",
+      POOL_WARM_COVER_MINUTES: "10",
+      POOL_SHRINK_AFTER_MINUTES: "15",
+      POOL_LAUNCH_TIMEOUT_MINUTES: "20",
+      POOL_RUNNING_HOUR_COST: "59",
+      POOL_STOPPED_HOUR_COST: "1",
+      HOST_ASSIGN_PORT: "47991",
+    });
+  });
+});

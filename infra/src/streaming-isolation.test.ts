@@ -23,16 +23,34 @@ function streamingIngress(): Rule[] {
   return sg!.inputs.ingress as Rule[];
 }
 
+// Sunshine's API (47990) and a pool instance's assignment endpoint (47991): the sessions service's calls only.
+const SESSIONS_ONLY_PORTS = [47990, 47991];
+const opens = (r: Rule, port: number) => r.fromPort <= port && r.toPort >= port;
+
 describe("streaming fleet network rules", () => {
-  it("when the stack is built, then the host API port admits only the cluster's security group (where sessions runs), never a CIDR", () => {
-    const api = streamingIngress().filter((r) => r.fromPort <= 47990 && r.toPort >= 47990);
-    expect(api).toHaveLength(1);
-    expect(api[0]!.securityGroups).toEqual(["sg-cluster"]);
-    expect(api[0]!.cidrBlocks ?? []).toEqual([]);
+  it.each(SESSIONS_ONLY_PORTS)(
+    "when the stack is built, then port %i admits only the cluster's security group (where sessions runs), never a CIDR",
+    (port) => {
+      const rules = streamingIngress().filter((r) => opens(r, port));
+      expect(rules).toHaveLength(1);
+      expect(rules[0]!.protocol).toBe("tcp");
+      expect(rules[0]!.securityGroups).toEqual(["sg-cluster"]);
+      expect(rules[0]!.cidrBlocks ?? []).toEqual([]);
+    },
+  );
+
+  it("when sessions' NetworkPolicy is written, then it may call the host API and assignment ports the security group opens", () => {
+    const services = platformValues(run).services;
+    expect(services.sessions?.egress.internetPorts).toEqual([443, ...SESSIONS_ONLY_PORTS]);
+    expect(services.sessions?.env.HOST_ASSIGN_PORT).toBe("47991");
+    for (const [name, values] of Object.entries(services)) {
+      if (name === "sessions") continue;
+      for (const port of SESSIONS_ONLY_PORTS) expect(values.egress.internetPorts).not.toContain(port);
+    }
   });
 
   it("when the stack is built, then every streaming port admits only the private network, never 0.0.0.0/0", () => {
-    const streaming = streamingIngress().filter((r) => !(r.fromPort <= 47990 && r.toPort >= 47990));
+    const streaming = streamingIngress().filter((r) => !SESSIONS_ONLY_PORTS.some((port) => opens(r, port)));
     expect(streaming.length).toBeGreaterThan(0);
     for (const rule of streaming) {
       expect(rule.cidrBlocks).toEqual(["100.64.0.0/10"]);
@@ -75,7 +93,7 @@ describe("hosted Tailscale's policy (prod)", () => {
       expect(rule.src).toHaveLength(1);
       expect(rule.src[0]).toMatch(/^tag:cgs-slot-\d+$/);
       for (const dst of rule.dst) expect(dst.startsWith(`${rule.src[0]}:`)).toBe(true);
-      expect(rule.dst.join()).not.toContain("47990");
+      for (const port of SESSIONS_ONLY_PORTS) expect(rule.dst.join()).not.toContain(String(port));
       slots.add(rule.src[0]!);
     }
     expect(slots.size).toBe(500);

@@ -31,12 +31,20 @@ function ec2Arn(ctx: WorkloadPolicyContext, resource: pulumi.Input<string>): pul
 
 /**
  * EC2 rights of the sessions service: launch only from the streaming template, create only what
- * it tags with its prefix, and act only on instances and volumes carrying <prefix>:account-id.
+ * it tags with its prefix, and act only on instances and volumes carrying <prefix>:account-id, or on the
+ * capacity pools' instances (<prefix>:managed-by = sessions with a <prefix>:pool-id, no account yet).
  */
 function streamingStatements(ctx: WorkloadPolicyContext): PolicyStatementArgs[] {
   const s = ctx.streaming;
   const requestTagged = { "ForAnyValue:StringLike": { "aws:TagKeys": [`${s.tagPrefix}:*`] } };
   const resourceTagged = { StringLike: { [`aws:ResourceTag/${s.tagPrefix}:account-id`]: "*" } };
+  const managedBy = `${s.tagPrefix}:managed-by`;
+  // The launch template and every launch tag instances managed-by=sessions; a pool launch adds its pool-id. Both
+  // tags are set only at launch (TagOnlyWhileCreating) or kept as they are by a claim (ClaimPoolInstances).
+  const poolInstance = {
+    StringEquals: { [`aws:ResourceTag/${managedBy}`]: "sessions" },
+    StringLike: { [`aws:ResourceTag/${s.tagPrefix}:pool-id`]: "*" },
+  };
   return [
     {
       Sid: "LaunchTaggedInstances",
@@ -77,6 +85,37 @@ function streamingStatements(ctx: WorkloadPolicyContext): PolicyStatementArgs[] 
       Action: ["ec2:StartInstances", "ec2:StopInstances", "ec2:RebootInstances", "ec2:TerminateInstances"],
       Resource: [ec2Arn(ctx, "instance/*")],
       Condition: resourceTagged,
+    },
+    {
+      Sid: "ControlPoolInstances",
+      Effect: "Allow",
+      Action: ["ec2:StartInstances", "ec2:StopInstances", "ec2:TerminateInstances"],
+      Resource: [ec2Arn(ctx, "instance/*")],
+      Condition: poolInstance,
+    },
+    {
+      // A claim tags the pool instance with its session and account; it may add nothing else, and managed-by
+      // (re-sent by the claim) must stay sessions, so no claim can take an instance out of the service's hands.
+      Sid: "ClaimPoolInstances",
+      Effect: "Allow",
+      Action: ["ec2:CreateTags"],
+      Resource: [ec2Arn(ctx, "instance/*")],
+      Condition: {
+        ...poolInstance,
+        "ForAllValues:StringEquals": {
+          "aws:TagKeys": [`${s.tagPrefix}:account-id`, `${s.tagPrefix}:session-id`, managedBy],
+        },
+        StringEqualsIfExists: { [`aws:RequestTag/${managedBy}`]: "sessions" },
+      },
+    },
+    {
+      // The instance side of attaching an account's volume to a pool instance; the volume side is ManageOwnVolumes
+      // (the volume carries its account-id).
+      Sid: "AttachVolumesToPoolInstances",
+      Effect: "Allow",
+      Action: ["ec2:AttachVolume"],
+      Resource: [ec2Arn(ctx, "instance/*")],
+      Condition: poolInstance,
     },
     {
       Sid: "CreateTaggedVolumes",

@@ -81,6 +81,21 @@ describe("StreamingFleet", () => {
       /cgs:streaming.apiPort 47990 is also in cgs:streaming.tcpPorts, which the private network reaches/,
     ],
     [
+      "the assignment port among the streaming ports",
+      (c: StreamingConfig) => (c.tcpPorts = [47984, 47991]),
+      /cgs:streaming.assignPort 47991 is also in cgs:streaming.tcpPorts, which the private network reaches/,
+    ],
+    [
+      "the assignment port on the host API's port",
+      (c: StreamingConfig) => (c.assignPort = 47990),
+      /cgs:streaming.assignPort 47990 is cgs:streaming.apiPort too/,
+    ],
+    [
+      "no assignment port",
+      (c: StreamingConfig) => delete (c as Partial<StreamingConfig>).assignPort,
+      /cgs:streaming.assignPort must be an integer from 1 to 65535 \(got undefined\)/,
+    ],
+    [
       "an AMI name instead of its id",
       (c: StreamingConfig) => (c.amiId = "ubuntu-22.04"),
       /cgs:streaming.amiId must be an AMI id/,

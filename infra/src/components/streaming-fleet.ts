@@ -8,7 +8,7 @@ import { streamingHostStatements } from "../workload-policies";
 export interface StreamingFleetArgs extends StreamingConfig {
   name: string;
   vpcId: pulumi.Input<string>;
-  /** Security groups of what runs the sessions service (the cluster's): the only source of the API port. */
+  /** Security groups of what runs the sessions service (the cluster's): the only source of the API and assignment ports. */
   apiClientSecurityGroupIds: pulumi.Input<string>[];
   /** CLOUD_TAG_PREFIX of the sessions service; instances and volumes carry <prefix>:* tags. */
   tagPrefix: string;
@@ -31,10 +31,19 @@ function validateStreaming(args: StreamingFleetArgs): void {
   integerIn("cgs:streaming.udpPortRange.from", udp.from, 1, PORT_MAX);
   integerIn("cgs:streaming.udpPortRange.to", udp.to, udp.from, PORT_MAX);
   integerIn("cgs:streaming.apiPort", args.apiPort, 1, PORT_MAX);
-  // The host API takes the sessions service's calls only; a streaming port of the same number would open it to players.
-  if (args.tcpPorts.includes(args.apiPort)) {
+  integerIn("cgs:streaming.assignPort", args.assignPort, 1, PORT_MAX);
+  // The host API and the assignment endpoint take the sessions service's calls only; a streaming port of the same
+  // number would open them to players.
+  for (const key of ["apiPort", "assignPort"] as const) {
+    if (args.tcpPorts.includes(args[key])) {
+      fail(
+        `cgs:streaming.${key} ${args[key]} is also in cgs:streaming.tcpPorts, which the private network reaches`,
+      );
+    }
+  }
+  if (args.assignPort === args.apiPort) {
     fail(
-      `cgs:streaming.apiPort ${args.apiPort} is also in cgs:streaming.tcpPorts, which the private network reaches`,
+      `cgs:streaming.assignPort ${args.assignPort} is cgs:streaming.apiPort too: Sunshine's API listens there`,
     );
   }
   // Optional: the stack's own image is used unless an AMI overrides it.
@@ -63,8 +72,8 @@ function validateStreaming(args: StreamingFleetArgs): void {
 
 /**
  * Launch template, security group and instance profile of the streaming instances the sessions service starts.
- * The streaming ports admit only the private network; the host API admits only the sessions service's security
- * groups; the instances' role may only send host reports. A new image becomes the template's new default version:
+ * The streaming ports admit only the private network; the host API and a pool instance's assignment endpoint admit
+ * only the sessions service's security groups; the instances' role may only send host reports. A new image becomes the template's new default version:
  * instances already running keep the image they started from.
  */
 export class StreamingFleet extends pulumi.ComponentResource {
@@ -110,6 +119,13 @@ export class StreamingFleet extends pulumi.ComponentResource {
             toPort: args.apiPort,
             securityGroups: args.apiClientSecurityGroupIds,
             description: "streaming host API, sessions service only",
+          },
+          {
+            protocol: "tcp",
+            fromPort: args.assignPort,
+            toPort: args.assignPort,
+            securityGroups: args.apiClientSecurityGroupIds,
+            description: "pool instance assignment, sessions service only",
           },
         ],
         egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], description: "all" }],

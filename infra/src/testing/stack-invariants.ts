@@ -84,6 +84,7 @@ export interface ServiceValues {
   serviceAccount: { roleArn: string };
   env: Record<string, string>;
   secrets: { secret: string; keys: Record<string, string> }[];
+  egress: { services: string[]; postgres: boolean; redis: boolean; internetPorts: number[] };
 }
 
 export function platformValues(run: StackRun): {

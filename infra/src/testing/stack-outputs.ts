@@ -103,7 +103,7 @@ export function describeStackOutputs(stack: string, run: () => StackRun): void {
         expect(printed).not.toContain(value);
     });
 
-    it("when the private network's policy is applied, then it opens exactly the stack's streaming ports", () => {
+    it("when the private network's policy is applied, then it opens exactly the stack's streaming ports, never the host API or assignment port", () => {
       const hosted = (config["cgs:privateNetwork"] as { kind: string }).kind === "tailscale";
       const raw = hosted ? outputs().tailnetAclPolicy : outputs().headscaleAclPolicy;
       expect(typeof raw).toBe("string");
@@ -113,7 +113,9 @@ export function describeStackOutputs(stack: string, run: () => StackRun): void {
       };
       const text = raw as string;
       for (const port of streaming.tcpPorts) expect(text).toContain(String(port));
-      expect(text).not.toContain(`:${(config["cgs:streaming"] as { apiPort: number }).apiPort}`);
+      const { apiPort, assignPort } = config["cgs:streaming"] as { apiPort: number; assignPort: number };
+      expect(text).not.toContain(`:${apiPort}`);
+      expect(text).not.toContain(`:${assignPort}`);
     });
   });
 }
