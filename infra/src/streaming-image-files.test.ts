@@ -132,9 +132,14 @@ describe("systemd units", () => {
   }
 
   function verify(root: string): { status: number | null; output: string } {
-    const units = ["cgs-boot", "cgs-display", "cgs-sunshine", "cgs-host-agent"].map(
-      (u) => `/etc/systemd/system/${u}.service`,
-    );
+    const units = [
+      "cgs-boot.service",
+      "cgs-display.service",
+      "cgs-sunshine.service",
+      "cgs-host-agent.service",
+      "cgs-assign.service",
+      "cgs-assign.path",
+    ].map((u) => `/etc/systemd/system/${u}`);
     const result = spawnSync("systemd-analyze", ["verify", `--root=${root}`, "--man=no", ...units], {
       encoding: "utf8",
     });
@@ -167,6 +172,9 @@ describe("systemd units", () => {
       );
       expect(merged).toContain("After=cgs-boot.service cgs-display.service cgs-sunshine.service");
       expect(merged).toContain("SUNSHINE_CERT_FILE=/var/lib/cgs/volume/sunshine/credentials/cacert.pem");
+      // The standby agent writes its assignment spool and keeps its TLS identity despite ProtectSystem=strict.
+      expect(merged).toContain("RuntimeDirectory=cgs/assign");
+      expect(merged).toContain("StateDirectory=cgs-agent");
     } finally {
       fs.rmSync(root, { recursive: true, force: true });
     }
