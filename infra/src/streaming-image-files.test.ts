@@ -27,6 +27,10 @@ const scripts = [
     .readdirSync(path.join(STREAMING_IMAGE_DIR, "rootfs/opt/cgs/bin"))
     .map((f) => path.join("rootfs/opt/cgs/bin", f)),
 ];
+// Sourced by those scripts, not run.
+const libraries = fs
+  .readdirSync(path.join(STREAMING_IMAGE_DIR, "rootfs/opt/cgs/lib"))
+  .map((f) => path.join("rootfs/opt/cgs/lib", f));
 
 describe("component documents", () => {
   it("when every document in components/ is checked, then each is a valid AWSTOE document the recipe uses", () => {
@@ -88,7 +92,7 @@ describe("shell", () => {
         if (out) findings[`${file} ${step.name}`] = out;
       }
     }
-    for (const script of scripts) {
+    for (const script of [...scripts, ...libraries]) {
       const out = shellcheck(fs.readFileSync(path.join(STREAMING_IMAGE_DIR, script), "utf8"));
       if (out) findings[script] = out;
     }

@@ -48,6 +48,16 @@ const assignment = {
   volumeId: ACCOUNT_VOLUME_ID,
 };
 
+/** A standby boot: the agent and the path unit wait; Sunshine's condition (a session up) is not met. */
+const STANDBY_UNITS = {
+  "cgs-host-agent.service": "active",
+  "cgs-assign.service": "inactive",
+  "cgs-assign.path": "active",
+  "cgs-sunshine.service": "skipped",
+  "cgs-boot.service": "active",
+  "cgs-display.service": "active",
+};
+
 const launchPool = (name: string) =>
   rig.launch(name, { poolId: POOL, availabilityZone: "eu-west-1a" }, { agentKey: SLOT_KEY });
 
@@ -106,14 +116,7 @@ describe("pool instance on the streaming image (standby, assignment, stop and st
   it("when a pool instance boots from the pool's user data, then its agent reports standby signed with the slot's key and naming its assignment certificate, and Sunshine, the private network and the volume stay untouched", async () => {
     const instance = await launchPool("standby");
     const b = await instance.boot();
-    expect(b.states).toEqual({
-      "cgs-host-agent.service": "active",
-      "cgs-assign.service": "inactive",
-      "cgs-assign.path": "active",
-      "cgs-sunshine.service": "skipped",
-      "cgs-boot.service": "active",
-      "cgs-display.service": "active",
-    });
+    expect(b.states).toEqual(STANDBY_UNITS);
     const report = await standbyReport(instance);
     expect(report).toMatchObject({
       kind: "standby",
@@ -225,12 +228,7 @@ describe("pool instance on the streaming image (standby, assignment, stop and st
 
     const restartedAt = Date.now();
     const b = await instance.boot();
-    expect(b.states).toMatchObject({
-      "cgs-boot.service": "active",
-      "cgs-sunshine.service": "skipped",
-      "cgs-host-agent.service": "active",
-      "cgs-assign.path": "active",
-    });
+    expect(b.states).toEqual(STANDBY_UNITS);
     const after = await standbyReport(instance, restartedAt);
     expect(after.assignCertSha256).toBe(before.assignCertSha256);
     expect(await presentedCertificate(rig.nsIp, ASSIGN_PORT)).toBe(before.assignCertSha256);

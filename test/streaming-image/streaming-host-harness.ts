@@ -253,6 +253,7 @@ export function useStreamingHostRig(settings: RigSettings): Rig {
 
     // The image's /opt/cgs: its scripts and files from the repository, and the host agent.
     fs.symlinkSync(path.join(ROOTFS, "opt/cgs/bin"), path.join(root, "opt/cgs/bin"));
+    fs.symlinkSync(path.join(ROOTFS, "opt/cgs/lib"), path.join(root, "opt/cgs/lib"));
     fs.symlinkSync(path.join(ROOTFS, "opt/cgs/share"), path.join(root, "opt/cgs/share"));
     fs.mkdirSync(path.join(root, "opt/cgs/host-agent"));
     // The real host agent: its bundle and its own unit, with the image's drop-in.
