@@ -27,6 +27,10 @@ const scripts = [
     .readdirSync(path.join(STREAMING_IMAGE_DIR, "rootfs/opt/cgs/bin"))
     .map((f) => path.join("rootfs/opt/cgs/bin", f)),
 ];
+// Sourced by those scripts, not run.
+const libraries = fs
+  .readdirSync(path.join(STREAMING_IMAGE_DIR, "rootfs/opt/cgs/lib"))
+  .map((f) => path.join("rootfs/opt/cgs/lib", f));
 
 describe("component documents", () => {
   it("when every document in components/ is checked, then each is a valid AWSTOE document the recipe uses", () => {
@@ -88,7 +92,7 @@ describe("shell", () => {
         if (out) findings[`${file} ${step.name}`] = out;
       }
     }
-    for (const script of scripts) {
+    for (const script of [...scripts, ...libraries]) {
       const out = shellcheck(fs.readFileSync(path.join(STREAMING_IMAGE_DIR, script), "utf8"));
       if (out) findings[script] = out;
     }
@@ -132,9 +136,14 @@ describe("systemd units", () => {
   }
 
   function verify(root: string): { status: number | null; output: string } {
-    const units = ["cgs-boot", "cgs-display", "cgs-sunshine", "cgs-host-agent"].map(
-      (u) => `/etc/systemd/system/${u}.service`,
-    );
+    const units = [
+      "cgs-boot.service",
+      "cgs-display.service",
+      "cgs-sunshine.service",
+      "cgs-host-agent.service",
+      "cgs-assign.service",
+      "cgs-assign.path",
+    ].map((u) => `/etc/systemd/system/${u}`);
     const result = spawnSync("systemd-analyze", ["verify", `--root=${root}`, "--man=no", ...units], {
       encoding: "utf8",
     });
@@ -167,6 +176,9 @@ describe("systemd units", () => {
       );
       expect(merged).toContain("After=cgs-boot.service cgs-display.service cgs-sunshine.service");
       expect(merged).toContain("SUNSHINE_CERT_FILE=/var/lib/cgs/volume/sunshine/credentials/cacert.pem");
+      // The standby agent writes its assignment spool and keeps its TLS identity despite ProtectSystem=strict.
+      expect(merged).toContain("RuntimeDirectory=cgs/assign");
+      expect(merged).toContain("StateDirectory=cgs-agent");
     } finally {
       fs.rmSync(root, { recursive: true, force: true });
     }

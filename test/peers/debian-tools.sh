@@ -5,6 +5,7 @@
 #   ShellCheck and systemd-analyze: every shell step and unit of the streaming image;
 #   losetup, mkfs.ext4, ip, nft, setpriv, mcookie: the boot test's volume, namespace, firewall and users;
 #   openssl: self-signed certificates like the ones Sunshine makes;
+#   jq: the image's cgs-assign checks a pool instance's assignment with it;
 #   dnsmasq: the gateway's fault tests publish a headless Service's records with one of their own.
 # One command => package entry per tool; add new ones here rather than in another script.
 #   test/peers/debian-tools.sh
@@ -15,7 +16,7 @@ as_root() { if [[ "$(id -u)" == 0 ]]; then "$@"; else sudo "$@"; fi; }
 declare -A package_of=(
   [Xvfb]=xvfb [xdotool]=xdotool [xauth]=xauth [shellcheck]=shellcheck [systemd-analyze]=systemd
   [mcookie]=util-linux [losetup]=mount [setpriv]=util-linux [mkfs.ext4]=e2fsprogs [ip]=iproute2
-  [openssl]=openssl [nft]=nftables [dnsmasq]=dnsmasq-base
+  [openssl]=openssl [nft]=nftables [dnsmasq]=dnsmasq-base [jq]=jq
 )
 missing=()
 for tool in "${!package_of[@]}"; do

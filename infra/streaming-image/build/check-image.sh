@@ -24,20 +24,29 @@ display_up() {
     DISPLAY=:0 XAUTHORITY=/run/cgs/display/Xauthority xrandr --query | grep -q ' connected'
 }
 not_active() { ! systemctl is-active --quiet "$1"; }
+nothing_on_47991() { ! ss -Hltn 'sport = :47991' | grep -q .; }
+no_assignment() { [[ ! -e /run/cgs/assign/assignment.json && ! -e /run/cgs/session-up ]]; }
 
 check "the $GPU_NAME answers through the NVIDIA driver" gpu_is
 check "Sunshine $SUNSHINE_VERSION" version_starts sunshine "$SUNSHINE_VERSION"
 check "Tailscale $TAILSCALE_VERSION" version_starts tailscale "$TAILSCALE_VERSION"
 check "Node.js $NODE_VERSION" test "$(node --version)" = "v$NODE_VERSION"
 check "the host agent bundle parses" node --check /opt/cgs/host-agent/cgs-host-agent.cjs
-for unit in tailscaled cgs-display cgs-boot cgs-sunshine cgs-host-agent; do
-  check "$unit.service is enabled" systemctl is-enabled --quiet "$unit.service"
+for unit in tailscaled.service cgs-display.service cgs-boot.service cgs-sunshine.service cgs-host-agent.service \
+  cgs-assign.path; do
+  check "$unit is enabled" systemctl is-enabled --quiet "$unit"
 done
+check "cgs-assign.path waits for a pool instance's assignment" systemctl is-active --quiet cgs-assign.path
+check "cgs-assign.service is installed (started by its path only)" systemctl cat cgs-assign.service
+check "jq (cgs-assign checks the assignment with it)" jq --version
 check "no SSH server installed" no_ssh_server
 check "nothing listens on port 22" nothing_on_22
 check "the headless display is up on the GPU" display_up
-# Without a session's user data the boot unit fails closed, so Sunshine never listens.
+# Without a session's user data the boot unit fails closed, so Sunshine never listens; without a pool slot's, the
+# agent serves no assignment endpoint, and nothing was ever assigned.
 check "Sunshine is not running without a session" not_active cgs-sunshine.service
+check "nothing listens on the assignment port 47991" nothing_on_47991
+check "no assignment installed" no_assignment
 ((failures == 0)) || {
   echo "$failures check(s) failed" >&2
   exit 1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Image build, last step: the host agent (bundle and unit from this repository's host-agent workspace), the boot
-# scripts and units of infra/streaming-image/rootfs, all enabled; a manifest of what the image holds; the build's
-# own files removed.
+# and assignment scripts and units of infra/streaming-image/rootfs, enabled; a manifest of what the image holds;
+# the build's own files removed.
 #   FILES=/opt/cgs/image-build install-host.sh
 set -euo pipefail
 : "${FILES:?}"
@@ -14,8 +14,9 @@ chmod 0755 /opt/cgs/bin/*
 install -m 0755 "$FILES/build/check-image.sh" /opt/cgs/bin/cgs-check-image
 install -d -m 0700 /etc/cgs
 systemctl daemon-reload
-systemd-analyze verify /etc/systemd/system/cgs-*.service
-systemctl enable cgs-display.service cgs-boot.service cgs-sunshine.service cgs-host-agent.service
+systemd-analyze verify /etc/systemd/system/cgs-*.service /etc/systemd/system/cgs-*.path
+# cgs-assign.service is not enabled: cgs-assign.path starts it when a pool instance's agent spools an assignment.
+systemctl enable cgs-display.service cgs-boot.service cgs-sunshine.service cgs-host-agent.service cgs-assign.path
 
 jq -n \
   --arg built "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
