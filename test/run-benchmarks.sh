@@ -20,7 +20,8 @@ rows="$(mktemp -t bench-rows.XXXXXX.jsonl)"
 export BENCH_RESULTS_FILE="$rows"
 export BENCH_MODE="full"
 [[ " $* " == *" --quick "* ]] && BENCH_MODE="quick"
-for bench in gateway/bench/gateway-bench.ts services/sessions/bench/sessions-bench.ts services/billing/bench/billing-bench.ts \
+for bench in gateway/bench/gateway-bench.ts services/sessions/bench/sessions-bench.ts services/sessions/bench/capacity-bench.ts \
+  services/billing/bench/billing-bench.ts \
   services/accounts/bench/accounts-bench.ts; do
   echo "== ${bench}"
   npx tsx --tsconfig tsconfig.test.json "$bench" "$@"

@@ -1,10 +1,12 @@
 /**
  * Gathers the rows the benchmarks appended to BENCH_RESULTS_FILE into bench/RESULTS.md, headed by the machine,
  * the date and the commit they were measured on.
- *   npx tsx test/bench/write-results.ts <rows.jsonl> <out.md>
+ *   npx tsx test/bench/write-results.ts <rows.jsonl> <out.md> [--merge]
+ * With --merge (one benchmark run on its own), the sections it measured replace theirs and the others stay, each
+ * section saying when and at which commit it was measured.
  */
 import { execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
@@ -17,7 +19,8 @@ interface Row {
   target?: string;
 }
 
-const [rowsFile, outFile] = process.argv.slice(2);
+const [rowsFile, outFile] = process.argv.slice(2).filter((a) => a !== "--merge");
+const merge = process.argv.includes("--merge");
 if (!rowsFile || !outFile) {
   console.error("usage: write-results.ts <rows.jsonl> <out.md>");
   process.exit(2);
@@ -52,10 +55,27 @@ const lines = [
   "",
 ];
 const sections = [...new Set(rows.map((r) => r.section))];
+const measured = `_Measured ${new Date().toISOString()} at ${commit}${dirty}._`;
+// The sections this run did not measure, kept with when they were (the old file's date and commit by default).
+const kept: string[] = [];
+if (merge && existsSync(outFile)) {
+  const old = readFileSync(outFile, "utf8");
+  const at = /^- Date: (.*)$/m.exec(old)?.[1];
+  const sha = /^- Commit: (.*)$/m.exec(old)?.[1];
+  for (const block of old.split(/^(?=## )/m).slice(1)) {
+    const title = block.split("\n", 1)[0]!.slice(3);
+    if (sections.includes(title)) continue;
+    const body = block.trimEnd().split("\n");
+    if (!body[2]?.startsWith("_Measured "))
+      body.splice(1, 0, "", `_Measured ${at ?? "earlier"} at ${sha ?? "unknown"}._`);
+    kept.push(...body, "");
+  }
+}
 for (const section of sections) {
   lines.push(
     `## ${section}`,
     "",
+    ...(merge ? [measured, ""] : []),
     "| measured | value | baseline (same run) | ratio | target |",
     "|---|---|---|---|---|",
   );
@@ -64,6 +84,7 @@ for (const section of sections) {
   }
   lines.push("");
 }
+lines.push(...kept);
 mkdirSync(path.dirname(outFile), { recursive: true });
 writeFileSync(outFile, lines.join("\n"));
 console.log(`wrote ${outFile} (${rows.length} rows)`);

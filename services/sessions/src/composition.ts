@@ -29,6 +29,7 @@ import { SimulatedPrivateNetwork, type PrivateNetwork } from "./adapters/private
 import { TailscalePrivateNetwork, type SlotLeases } from "./adapters/tailscale-private-network";
 import { SimulatedCloudProvider } from "./adapters/simulated-cloud-provider";
 import { SimulatedHostAssigner, SimulatedHosts } from "./adapters/simulated-hosts";
+import type { ReportSink } from "@cgs/host-agent";
 import { SimulatedStreamingHost, SunshineStreamingHost, type StreamingHost } from "./adapters/streaming-host";
 import { createApp, type SessionsAppDeps, type SessionsContext } from "./app";
 import type { SessionsConfig } from "./config";
@@ -86,13 +87,24 @@ export interface BuiltAdapters extends SessionsAppDeps {
   reportQueueUrl(): Promise<string>;
 }
 
+/**
+ * A benchmark that drives the simulators on a simulated clock (a day in minutes): their time, their jitter's random
+ * source, and where the hosts' reports go; the caller boots due hosts and ticks the agents itself.
+ */
+export interface SimulationDrive {
+  now(): number;
+  random(): number;
+  sink(queueUrl: string): ReportSink;
+}
+
 /** Picks every adapter from config: simulators by default, EC2 / Sunshine / Tailscale when configured. */
 export function buildAdapters(
   config: SessionsConfig,
   db: SessionsDb,
   logger?: Logger,
-  overrides: { privateNetwork?: PrivateNetwork } = {},
+  overrides: { privateNetwork?: PrivateNetwork; simulation?: SimulationDrive } = {},
 ): BuiltAdapters {
+  const drive = overrides.simulation;
   const vault = new StreamingCredentialVault(
     new StreamingCredentialRepository(db),
     config.STREAMING_CREDENTIALS_KEY ?? LOCAL_STREAMING_CREDENTIALS_KEY,
@@ -128,6 +140,7 @@ export function buildAdapters(
       detachDelayMs: config.SIMULATOR_DETACH_DELAY_MS,
       jitter: config.SIMULATOR_JITTER,
       pageSize: config.SIMULATOR_PAGE_SIZE,
+      ...(drive ? { now: drive.now, random: drive.random, realTime: false } : {}),
       ...(config.SIMULATOR_HOST_AGENTS
         ? {
             hosts: new SimulatedHosts({
@@ -138,6 +151,7 @@ export function buildAdapters(
               sunshineAnswers: (ip) => simulatedHost?.answers(ip) ?? true,
               clientConnected: (ip) => void simulatedHost?.completePairing(ip),
               ...(logger ? { logger: logger.child({ component: "simulated-host-agent" }) } : {}),
+              ...(drive ? { now: drive.now, realTime: false, sink: drive.sink } : {}),
             }),
           }
         : {}),
@@ -157,6 +171,7 @@ export function buildAdapters(
   } else {
     simulatedHost = new SimulatedStreamingHost({
       readyDelayMs: config.SIMULATOR_HOST_READY_DELAY_MS,
+      ...(drive ? { now: drive.now } : {}),
       credentials,
       installed: (ip) => simulatedCloud?.installedCredentials(ip),
       clientsOf: (ip) => simulatedCloud?.hostClientsAt(ip),
@@ -319,6 +334,8 @@ export function domainDepsFor(
     db,
     logger,
     clock,
+    // startSessionsWorkers points these at its workers.
+    wake: { reconciler: () => undefined, poolKeeper: () => undefined },
     estimates: new StartEstimates(settings.startEstimates),
     settings,
     events: outboxPublisher(config.QUEUE_NAME_PREFIX),
@@ -439,6 +456,8 @@ export async function startSessionsWorkers(
         logger.child({ component: "pool-keeper" }),
       )
     : undefined;
+  deps.wake.reconciler = () => reconcile.kick();
+  if (pool) deps.wake.poolKeeper = () => pool.kick();
   const playSweep = startPeriodicWorker(
     "play-sweep",
     config.IDLE_SWEEP_INTERVAL_MS,

@@ -26,7 +26,7 @@ export interface AgentKeyLookup {
   pool(poolId: string): Buffer;
 }
 
-type Deps = Pick<SessionsDomainDeps, "db" | "clock" | "logger">;
+type Deps = Pick<SessionsDomainDeps, "db" | "clock" | "logger" | "wake">;
 
 /**
  * Takes a batch of host-agent reports off the queue. A report counts only when it is signed with its own
@@ -117,6 +117,14 @@ export async function ingestHostReports(
   );
   for (const { index, report } of newest.values())
     if (applied.has(report.sessionId)) outcomes[index] = "applied";
+  // Sunshine answers on a host whose player still waits: the reconciler confirms it ready now, not next interval.
+  if (
+    [...newest.values()].some(
+      ({ report }) =>
+        report.sunshineAnswers && applied.has(report.sessionId) && !sessions.get(report.sessionId)?.readyAt,
+    )
+  )
+    deps.wake.reconciler();
   for (const outcome of outcomes) metrics.hostReports.labels(outcome).inc();
   return outcomes;
 }
@@ -128,13 +136,16 @@ export async function ingestHostReports(
  */
 async function applyStandby(deps: Deps, report: HostReport, at: Date): Promise<ReportOutcome> {
   const poolId = report.poolId!;
-  const recorded =
-    (await recordStandby(deps.db, {
-      poolId,
-      instanceId: report.instanceId,
-      seq: report.seq,
-      assignCertSha256: report.assignCertSha256,
-      at,
-    })) || (await recordClaimedStandby(deps.db, { poolId, instanceId: report.instanceId, at }));
-  return recorded ? "applied" : "not_active";
+  const slot = {
+    poolId,
+    instanceId: report.instanceId,
+    seq: report.seq,
+    assignCertSha256: report.assignCertSha256,
+  };
+  if (await recordStandby(deps.db, { ...slot, at })) return "applied";
+  if (!(await recordClaimedStandby(deps.db, { poolId, instanceId: report.instanceId, at })))
+    return "not_active";
+  // The woken machine of a waiting player: the reconciler assigns it now.
+  deps.wake.reconciler();
+  return "applied";
 }

@@ -91,8 +91,18 @@ export interface SessionSettings {
   startEstimates: Record<Capacity, number>;
 }
 
+/**
+ * Asks this process's background workers for a pass now rather than at their next interval (no-ops until the
+ * workers run): a start that claimed a pool machine is assigned at once, a claimed pool is refilled at once.
+ */
+export interface Wakeups {
+  reconciler(): void;
+  poolKeeper(): void;
+}
+
 export interface SessionsDomainDeps extends SessionsAdapters {
   db: SessionsDb;
+  wake: Wakeups;
   /** Typical start-to-ready by capacity (poll's estimates), refreshed by the reconciler. */
   estimates: StartEstimates;
   settings: SessionSettings;

@@ -83,6 +83,8 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
     currency: settings.currency,
     idleTimeoutMinutes: account.preferences.idleTimeoutMinutes ?? settings.defaultIdleTimeoutMinutes,
     maxLengthMinutes: account.preferences.maxSessionLengthMinutes ?? settings.defaultMaxLengthMinutes,
+    // The use cases' clock, which the start timeout, start-to-ready and poll's estimate measure against.
+    createdAt: clock.now(),
   });
   if (!session) throw alreadyRunning();
 
@@ -140,7 +142,12 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
     authorizationId: authorization.authorizationId,
     startedAt: clock.now(),
   });
-  if (started) return toSessionStatus(started, statusView(deps));
+  if (started) {
+    // A pool machine is assigned by the reconciler and its place refilled by the keeper: both now, not in seconds.
+    if (started.capacity !== "cold") deps.wake.reconciler();
+    if (settings.pool.hot.max + settings.pool.warm.max > 0) deps.wake.poolKeeper();
+    return toSessionStatus(started, statusView(deps));
+  }
   return settleStoppedDuringLaunch(
     deps,
     session,

@@ -27,7 +27,13 @@ import type { TestClock } from "@cgs/shared/testing/clock";
 import type { PrivateNetwork, SimulatedPrivateNetwork } from "../adapters/private-network";
 import type { SimulatedCloudProvider } from "../adapters/simulated-cloud-provider";
 import type { SimulatedStreamingHost } from "../adapters/streaming-host";
-import { buildAdapters, domainDepsFor, reconcilerFor, startSessionsWorkers } from "../composition";
+import {
+  buildAdapters,
+  domainDepsFor,
+  reconcilerFor,
+  startSessionsWorkers,
+  type SimulationDrive,
+} from "../composition";
 import { sessionsConfigSchema, type SessionsConfig } from "../config";
 import * as schema from "../data/schema";
 import type { Reconciler } from "../domain/reconciler";
@@ -55,6 +61,8 @@ export interface HarnessOptions {
   clock?: TestClock;
   /** The private network to use instead of the simulator (e.g. a real Headscale's adapter). */
   privateNetwork?: (db: SessionsDomainDeps["db"]) => PrivateNetwork;
+  /** The simulators on a simulated clock driven by the caller (the capacity benchmark); pair it with `clock`. */
+  simulation?: SimulationDrive;
 }
 
 export interface SessionsHarness {
@@ -174,12 +182,10 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
   const database = await openTestDatabase(options.db ?? "pglite", "sessions", { schema, migrationsFolder });
   closers.unshift(() => database.destroy());
   const logger = pino({ level: "silent" });
-  const adapters = buildAdapters(
-    config,
-    database.db,
-    logger,
-    options.privateNetwork ? { privateNetwork: options.privateNetwork(database.db) } : {},
-  );
+  const adapters = buildAdapters(config, database.db, logger, {
+    ...(options.privateNetwork ? { privateNetwork: options.privateNetwork(database.db) } : {}),
+    ...(options.simulation ? { simulation: options.simulation } : {}),
+  });
   const cloud = adapters.simulator!.cloud;
   const streamingHost = adapters.simulator!.streamingHost!;
   const privateNetwork = adapters.privateNetwork as SimulatedPrivateNetwork;
