@@ -153,16 +153,12 @@ async function simulateDay(pools: boolean): Promise<DayResult> {
   });
   const began = Date.now();
   const keeper = new PoolKeeper(h.deps);
-  // The service's own intervals, and its wakeups (a claim, a woken machine's report) as the workers' kick does.
+  // The service's own intervals, and the reconciler's wakeups (a claim, a report) as the workers' kick does.
   const reconcileMs = h.config.RECONCILER_INTERVAL_MS;
   const poolTickMs = h.config.POOL_INTERVAL_MS;
   let reconcileNow = false;
-  let poolNow = false;
   h.deps.wake.reconciler = () => {
     reconcileNow = true;
-  };
-  h.deps.wake.poolKeeper = () => {
-    poolNow = true;
   };
   const hosts = h.cloud.hosts!;
   const visits = dayOfDemand(dayStart);
@@ -212,9 +208,8 @@ async function simulateDay(pools: boolean): Promise<DayResult> {
         reconcileNow = false;
         await h.reconciler.tick();
       }
-      if (pools && (poolNow || t - lastPoolTick >= poolTickMs)) {
+      if (pools && t - lastPoolTick >= poolTickMs) {
         lastPoolTick = t;
-        poolNow = false;
         const report = await keeper.tick();
         const c = report.counts;
         poolCounts = { idleRunning: c.hot + c.launching + c.parking, stopped: c.warm };

@@ -335,7 +335,7 @@ export function domainDepsFor(
     logger,
     clock,
     // startSessionsWorkers points these at its workers.
-    wake: { reconciler: () => undefined, poolKeeper: () => undefined },
+    wake: { reconciler: () => undefined },
     estimates: new StartEstimates(settings.startEstimates),
     settings,
     events: outboxPublisher(config.QUEUE_NAME_PREFIX),
@@ -457,7 +457,6 @@ export async function startSessionsWorkers(
       )
     : undefined;
   deps.wake.reconciler = () => reconcile.kick();
-  if (pool) deps.wake.poolKeeper = () => pool.kick();
   const playSweep = startPeriodicWorker(
     "play-sweep",
     config.IDLE_SWEEP_INTERVAL_MS,

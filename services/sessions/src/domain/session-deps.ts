@@ -92,12 +92,12 @@ export interface SessionSettings {
 }
 
 /**
- * Asks this process's background workers for a pass now rather than at their next interval (no-ops until the
- * workers run): a start that claimed a pool machine is assigned at once, a claimed pool is refilled at once.
+ * Asks this process's background workers for a pass now rather than at their next interval (a no-op until the
+ * workers run): a start that claimed a pool machine is assigned at once. The pool keeper is left to its interval:
+ * woken by a claim, it would wake the warm machine a concurrent start is about to claim.
  */
 export interface Wakeups {
   reconciler(): void;
-  poolKeeper(): void;
 }
 
 export interface SessionsDomainDeps extends SessionsAdapters {

@@ -143,9 +143,8 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
     startedAt: clock.now(),
   });
   if (started) {
-    // A pool machine is assigned by the reconciler and its place refilled by the keeper: both now, not in seconds.
+    // A pool machine is assigned by the reconciler: now, not at its next interval.
     if (started.capacity !== "cold") deps.wake.reconciler();
-    if (settings.pool.hot.max + settings.pool.warm.max > 0) deps.wake.poolKeeper();
     return toSessionStatus(started, statusView(deps));
   }
   return settleStoppedDuringLaunch(
