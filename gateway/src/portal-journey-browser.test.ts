@@ -1,7 +1,7 @@
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { createTestUser, uniqueEmail, type TestUser } from "@cgs/shared/testing/keycloak";
-import type { LaunchedPlatform } from "../../../test/platform/launch-platform";
-import { describeWithChromium, launchChromium } from "../../../test/harnesses/portal-browser-harness";
+import type { LaunchedPlatform } from "../../test/platform/launch-platform";
+import { describeWithChromium, launchChromium } from "../../test/harnesses/portal-browser-harness";
 import {
   launchPortalPlatform,
   readClipboard,
@@ -9,7 +9,7 @@ import {
   seriousViolations,
   signIn,
   simulatorFaults,
-} from "../../../test/harnesses/portal-platform-kit";
+} from "../../test/harnesses/portal-platform-kit";
 
 // A player's whole journey in real Chromium through the gateway of the running platform (npm start's launcher):
 // Keycloak's sign-in page, the local checkout, the cloud simulator, metering over SQS, the deletion grace.

@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import request from "supertest";
 import { createContractChecker } from "@cgs/shared/testing/contract";
-import { findLedgerMismatches } from "../data/wallet-repository";
-import { meterRunningSessions, startMetering, stopMetering, type SessionStart } from "../domain/metering";
-import { startBillingTestService, type BillingTestService } from "../testing/billing-harness";
-import { creditWallet } from "../testing/wallet-fixtures";
+import { findLedgerMismatches } from "./data/wallet-repository";
+import { meterRunningSessions, startMetering, stopMetering, type SessionStart } from "./domain/metering";
+import { startBillingTestService, type BillingTestService } from "./testing/billing-harness";
+import { creditWallet } from "./testing/wallet-fixtures";
 
 const contract = createContractChecker();
 const PATH = "/api/v1/credits/transactions";

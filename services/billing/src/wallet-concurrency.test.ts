@@ -2,17 +2,17 @@ import { createOutboxPublisher, systemClock } from "@cgs/shared";
 import { randomUUID } from "node:crypto";
 import { eq, sql } from "drizzle-orm";
 import pino from "pino";
-import { walletsTable } from "../data/billing-tables";
-import { findLedgerMismatches, lockWallet, postLedgerEntry } from "../data/wallet-repository";
+import { walletsTable } from "./data/billing-tables";
+import { findLedgerMismatches, lockWallet, postLedgerEntry } from "./data/wallet-repository";
 import {
   billingTestConfig,
   openBillingTestDatabase,
   type BillingDatabaseFixture,
-} from "../testing/billing-harness";
-import { creditWallet } from "../testing/wallet-fixtures";
-import { billingSettings, type BillingDeps } from "./billing-deps";
-import { authorizeStart, releaseStartAuthorization } from "./start-authorization";
-import { lockOrCreateWallet } from "./wallets";
+} from "./testing/billing-harness";
+import { creditWallet } from "./testing/wallet-fixtures";
+import { billingSettings, type BillingDeps } from "./domain/billing-deps";
+import { authorizeStart, releaseStartAuthorization } from "./domain/start-authorization";
+import { lockOrCreateWallet } from "./domain/wallets";
 
 describe("wallet and ledger under concurrency (real PostgreSQL)", () => {
   let fixture: BillingDatabaseFixture;

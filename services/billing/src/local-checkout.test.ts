@@ -1,18 +1,18 @@
 import request from "supertest";
 import { eq } from "drizzle-orm";
-import { topupsTable, walletsTable } from "../data/billing-tables";
+import { topupsTable, walletsTable } from "./data/billing-tables";
 import Stripe from "stripe";
 import { waitUntil } from "@cgs/shared/testing/queue";
-import { createLocalPaymentProvider, LOCAL_DECLINING_CARD } from "../adapters/local-payment-provider";
-import { createLocalWebhookSender } from "../adapters/local-webhook-sender";
-import { submitRecharges } from "../domain/auto-recharge";
+import { createLocalPaymentProvider, LOCAL_DECLINING_CARD } from "./adapters/local-payment-provider";
+import { createLocalWebhookSender } from "./adapters/local-webhook-sender";
+import { submitRecharges } from "./domain/auto-recharge";
 import {
   freePort,
   startBillingTestService,
   TEST_WEBHOOK_SECRET,
   type BillingTestService,
-} from "../testing/billing-harness";
-import { creditWallet } from "../testing/wallet-fixtures";
+} from "./testing/billing-harness";
+import { creditWallet } from "./testing/wallet-fixtures";
 
 describe("local Checkout stand-in (npm start)", () => {
   let svc: BillingTestService;

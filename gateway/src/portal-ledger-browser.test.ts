@@ -1,9 +1,9 @@
 import type { Browser } from "playwright-core";
 import { waitUntil } from "@cgs/shared/testing/queue";
 import { createTestUser, uniqueEmail, type TestUser } from "@cgs/shared/testing/keycloak";
-import type { LaunchedPlatform } from "../../../test/platform/launch-platform";
-import { describeWithChromium, launchChromium } from "../../../test/harnesses/portal-browser-harness";
-import { launchPortalPlatform, signIn } from "../../../test/harnesses/portal-platform-kit";
+import type { LaunchedPlatform } from "../../test/platform/launch-platform";
+import { describeWithChromium, launchChromium } from "../../test/harnesses/portal-browser-harness";
+import { launchPortalPlatform, signIn } from "../../test/harnesses/portal-platform-kit";
 
 // Needs billing's GET /api/v1/credits/transactions (listCreditTransactions); until billing serves it the
 // billing page shows "History not available yet" and this test fails.

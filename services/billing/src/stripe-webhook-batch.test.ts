@@ -8,16 +8,16 @@ import {
   stripeEventsTable,
   topupsTable,
   walletsTable,
-} from "../data/billing-tables";
-import { findLedgerMismatches } from "../data/wallet-repository";
-import { closeWallet } from "../domain/account-closure";
-import { readWallet } from "../domain/wallets";
+} from "./data/billing-tables";
+import { findLedgerMismatches } from "./data/wallet-repository";
+import { closeWallet } from "./domain/account-closure";
+import { readWallet } from "./domain/wallets";
 import {
   startBillingTestService,
   TEST_WEBHOOK_SECRET,
   type BillingTestService,
-} from "../testing/billing-harness";
-import { checkoutEvent, placeTopup, type PlacedTopup } from "../testing/wallet-fixtures";
+} from "./testing/billing-harness";
+import { checkoutEvent, placeTopup, type PlacedTopup } from "./testing/wallet-fixtures";
 
 // Concurrent deliveries go through the webhook's group commit (several paid checkouts per transaction); these
 // tests hold it to the per-event rules: each top-up credited once, the odd event answered as before, and a

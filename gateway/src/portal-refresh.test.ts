@@ -8,13 +8,13 @@ import {
   uniqueEmail,
   type TestUser,
 } from "@cgs/shared/testing/keycloak";
-import { createApp, createGatewayUpstreamPool } from "../app";
-import { loadGatewayConfig, type GatewayConfig } from "../config";
-import { closedPortUrl, startFakeUpstream, type FakeUpstream } from "../../../test/harnesses/gateway-harness";
-import { createOidcClient, type OidcClient } from "./oidc-login";
-import { refreshCookieSecure } from "./portal-cookies";
-import { LOCAL_PORTAL_COOKIE_SECRET } from "./portal-config";
-import { openRefreshToken, sealRefreshToken } from "./session-refresh";
+import { createApp, createGatewayUpstreamPool } from "./app";
+import { loadGatewayConfig, type GatewayConfig } from "./config";
+import { closedPortUrl, startFakeUpstream, type FakeUpstream } from "../../test/harnesses/gateway-harness";
+import { createOidcClient, type OidcClient } from "./portal/oidc-login";
+import { refreshCookieSecure } from "./portal/portal-cookies";
+import { LOCAL_PORTAL_COOKIE_SECRET } from "./portal/portal-config";
+import { openRefreshToken, sealRefreshToken } from "./portal/session-refresh";
 
 const KEYCLOAK = process.env.KEYCLOAK_URL || "http://127.0.0.1:8081";
 const ISSUER = `${KEYCLOAK}/realms/cgs`;

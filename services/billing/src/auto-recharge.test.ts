@@ -4,31 +4,31 @@ import Stripe from "stripe";
 import request from "supertest";
 import { createEvent, type AnyEvent } from "@cgs/shared";
 import { createContractChecker } from "@cgs/shared/testing/contract";
-import { createStripeClient } from "../adapters/stripe-client";
-import { createStripePaymentProvider } from "../adapters/stripe-payment-provider";
-import type { OffSessionCharge, PaymentProvider, RefundRequest } from "../adapters/payment-provider";
+import { createStripeClient } from "./adapters/stripe-client";
+import { createStripePaymentProvider } from "./adapters/stripe-payment-provider";
+import type { OffSessionCharge, PaymentProvider, RefundRequest } from "./adapters/payment-provider";
 import {
   cardSetupsTable,
   ledgerEntriesTable,
   paymentMethodsTable,
   topupsTable,
   walletsTable,
-} from "../data/billing-tables";
-import { findLedgerMismatches } from "../data/wallet-repository";
-import { closeWallet } from "../domain/account-closure";
-import { submitRecharges } from "../domain/auto-recharge";
-import { meterRunningSessions } from "../domain/metering";
-import { detachRetiredCards } from "../domain/saved-cards";
-import { authorizeStart } from "../domain/start-authorization";
-import { billingEventHandlers } from "../events/billing-event-handlers";
+} from "./data/billing-tables";
+import { findLedgerMismatches } from "./data/wallet-repository";
+import { closeWallet } from "./domain/account-closure";
+import { submitRecharges } from "./domain/auto-recharge";
+import { meterRunningSessions } from "./domain/metering";
+import { detachRetiredCards } from "./domain/saved-cards";
+import { authorizeStart } from "./domain/start-authorization";
+import { billingEventHandlers } from "./events/billing-event-handlers";
 import {
   startBillingTestService,
   STRIPE_MOCK_URL,
   TEST_WEBHOOK_SECRET,
   testClock,
   type BillingTestService,
-} from "../testing/billing-harness";
-import { creditWallet, stripeEvent } from "../testing/wallet-fixtures";
+} from "./testing/billing-harness";
+import { creditWallet, stripeEvent } from "./testing/wallet-fixtures";
 
 const contract = createContractChecker();
 const signer = new Stripe("sk_test_billing");

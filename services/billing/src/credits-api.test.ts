@@ -1,10 +1,10 @@
 import { eq } from "drizzle-orm";
 import request from "supertest";
-import { holdsTable, topupsTable, walletsTable } from "../data/billing-tables";
-import { findLedgerMismatches } from "../data/wallet-repository";
-import { startBillingTestService, type BillingTestService } from "../testing/billing-harness";
+import { holdsTable, topupsTable, walletsTable } from "./data/billing-tables";
+import { findLedgerMismatches } from "./data/wallet-repository";
+import { startBillingTestService, type BillingTestService } from "./testing/billing-harness";
 import { createContractChecker } from "@cgs/shared/testing/contract";
-import { creditWallet } from "../testing/wallet-fixtures";
+import { creditWallet } from "./testing/wallet-fixtures";
 
 const contract = createContractChecker();
 

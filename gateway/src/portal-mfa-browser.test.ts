@@ -11,7 +11,7 @@ import {
   describeWithChromium,
   startPortalBrowserHarness,
   type PortalBrowserHarness,
-} from "../../../test/harnesses/portal-browser-harness";
+} from "../../test/harnesses/portal-browser-harness";
 
 describeWithChromium("the portal MFA browser test")(
   "portal sign-in with a second factor after a password reset (spec §4.5 rule 8)",

@@ -4,17 +4,17 @@ import pino from "pino";
 import { toAppError, createOutboxPublisher, systemClock } from "@cgs/shared";
 import { startOwnPostgres, type OwnPostgres } from "@cgs/shared/testing/own-postgres";
 import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
-import { startTestAccounts, type TestAccountsServer } from "../../../../test/harnesses/accounts-server";
-import { ledgerEntriesTable, walletsTable } from "../data/billing-tables";
-import { findLedgerMismatches, postLedgerEntry } from "../data/wallet-repository";
-import { billingSettings, type BillingDeps } from "../domain/billing-deps";
-import { lockOrCreateWallet } from "../domain/wallets";
+import { startTestAccounts, type TestAccountsServer } from "../../../test/harnesses/accounts-server";
+import { ledgerEntriesTable, walletsTable } from "./data/billing-tables";
+import { findLedgerMismatches, postLedgerEntry } from "./data/wallet-repository";
+import { billingSettings, type BillingDeps } from "./domain/billing-deps";
+import { lockOrCreateWallet } from "./domain/wallets";
 import {
   billingTestConfig,
   openBillingTestDatabase,
   type BillingDatabaseFixture,
-} from "../testing/billing-harness";
-import { creditWallet } from "../testing/wallet-fixtures";
+} from "./testing/billing-harness";
+import { creditWallet } from "./testing/wallet-fixtures";
 
 // Fault: PostgreSQL restarted (pg_ctl restart -m fast) while debits and API requests are in flight. The test
 // runs its own cluster (initdb into a temp dir, its own port) so the shared peer on 5432 is never touched.

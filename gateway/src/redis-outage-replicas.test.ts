@@ -3,7 +3,7 @@ import { createClient } from "redis";
 import { startOwnDnsmasq, type OwnDnsmasq } from "@cgs/shared/testing/own-dnsmasq";
 import { startOwnRedis, type OwnRedis } from "@cgs/shared/testing/own-redis";
 import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
-import { startTestGateway, type TestGateway } from "../../../test/harnesses/gateway-harness";
+import { startTestGateway, type TestGateway } from "../../test/harnesses/gateway-harness";
 
 // Fault: Redis stopped while several gateway replicas share it. The replicas learn how many of them serve from
 // DNS (a real dnsmasq of the test's own publishing the headless Service's records, as Kubernetes' DNS would), not

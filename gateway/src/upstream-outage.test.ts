@@ -1,5 +1,5 @@
 import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
-import { startTestGateway, type TestGateway } from "../../../test/harnesses/gateway-harness";
+import { startTestGateway, type TestGateway } from "../../test/harnesses/gateway-harness";
 
 // Fault: one service down (its port refuses) and one hung (accepts, never answers). Real HTTP servers stand in
 // for the services; the gateway is the real one.

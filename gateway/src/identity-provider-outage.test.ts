@@ -11,8 +11,8 @@ import {
   TEST_ALLOWED_AZP_ENV,
   type TestIdentityProvider,
 } from "@cgs/shared/testing/tokens";
-import { startTestAccounts, type TestAccountsServer } from "../../../test/harnesses/accounts-server";
-import { startTestGateway, type TestGateway } from "../../../test/harnesses/gateway-harness";
+import { startTestAccounts, type TestAccountsServer } from "../../test/harnesses/accounts-server";
+import { startTestGateway, type TestGateway } from "../../test/harnesses/gateway-harness";
 
 // Fault: the identity provider unreachable. The real Keycloak (shared peer, never stopped) sits behind a TCP
 // hop in this process that the test cuts: the gateway and a real service (accounts) fetch the JWKS through it.

@@ -3,20 +3,20 @@ import { eq, sql } from "drizzle-orm";
 import Stripe from "stripe";
 import request from "supertest";
 import { createContractChecker } from "@cgs/shared/testing/contract";
-import { paymentReviewsTable, stripeEventsTable, topupsTable, walletsTable } from "../data/billing-tables";
-import { findLedgerMismatches } from "../data/wallet-repository";
-import { closeWallet } from "../domain/account-closure";
-import { authorizeStart } from "../domain/start-authorization";
-import { createStripeClient } from "../adapters/stripe-client";
-import { createStripePaymentProvider } from "../adapters/stripe-payment-provider";
-import type { RefundRequest } from "../adapters/payment-provider";
+import { paymentReviewsTable, stripeEventsTable, topupsTable, walletsTable } from "./data/billing-tables";
+import { findLedgerMismatches } from "./data/wallet-repository";
+import { closeWallet } from "./domain/account-closure";
+import { authorizeStart } from "./domain/start-authorization";
+import { createStripeClient } from "./adapters/stripe-client";
+import { createStripePaymentProvider } from "./adapters/stripe-payment-provider";
+import type { RefundRequest } from "./adapters/payment-provider";
 import {
   startBillingTestService,
   STRIPE_MOCK_URL,
   TEST_WEBHOOK_SECRET,
   type BillingTestService,
-} from "../testing/billing-harness";
-import { checkoutEvent, placeTopup, stripeEvent } from "../testing/wallet-fixtures";
+} from "./testing/billing-harness";
+import { checkoutEvent, placeTopup, stripeEvent } from "./testing/wallet-fixtures";
 
 const contract = createContractChecker();
 const signer = new Stripe("sk_test_billing");

@@ -2,15 +2,15 @@ import { randomUUID } from "node:crypto";
 import { eq } from "drizzle-orm";
 import Stripe from "stripe";
 import request from "supertest";
-import { ledgerEntriesTable, stripeEventsTable, walletsTable } from "../data/billing-tables";
-import { findLedgerMismatches } from "../data/wallet-repository";
+import { ledgerEntriesTable, stripeEventsTable, walletsTable } from "./data/billing-tables";
+import { findLedgerMismatches } from "./data/wallet-repository";
 import {
   startBillingTestService,
   TEST_WEBHOOK_SECRET,
   type BillingTestService,
-} from "../testing/billing-harness";
+} from "./testing/billing-harness";
 import { createContractChecker } from "@cgs/shared/testing/contract";
-import { checkoutEvent, placeTopup } from "../testing/wallet-fixtures";
+import { checkoutEvent, placeTopup } from "./testing/wallet-fixtures";
 
 const contract = createContractChecker();
 

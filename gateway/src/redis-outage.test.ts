@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createClient } from "redis";
 import { startOwnRedis, type OwnRedis } from "@cgs/shared/testing/own-redis";
 import { startTestIdentityProvider, type TestIdentityProvider } from "@cgs/shared/testing/tokens";
-import { startTestGateway, type TestGateway } from "../../../test/harnesses/gateway-harness";
+import { startTestGateway, type TestGateway } from "../../test/harnesses/gateway-harness";
 
 // Fault: Redis (the shared rate-limit counters) hung, then down, then back. The test runs its own
 // redis-server so it can SIGSTOP and kill it; the shared peer on 6379 is never touched.

@@ -5,7 +5,7 @@ import {
   describeWithChromium,
   startPortalBrowserHarness,
   type PortalBrowserHarness,
-} from "../../../test/harnesses/portal-browser-harness";
+} from "../../test/harnesses/portal-browser-harness";
 
 /** A signed token: what a session cookie holds, never a clearing cookie's empty value. */
 const JWT = /^eyJ[\w-]+\.[\w-]+\.[\w-]+$/;
