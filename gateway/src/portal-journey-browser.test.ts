@@ -112,6 +112,7 @@ describeWithChromium("the portal journey browser test")("the portal, a player's 
     expect(await text("#session-progress-text")).toMatch(
       /^(Finding a machine|Starting a new machine, about \d+ (s|min))$/,
     );
+    await screenshots(page, "play-starting");
 
     await second.click("#start");
     await second.locator("#session-message", { hasText: "already running" }).waitFor();

@@ -300,11 +300,19 @@ export function sessionSettingsFrom(config: SessionsConfig): SessionSettings {
       runningHourCost: config.POOL_RUNNING_HOUR_COST,
       stoppedHourCost: config.POOL_STOPPED_HOUR_COST,
     },
-    startEstimates: {
-      hot: config.START_ESTIMATE_HOT_SECONDS * 1000,
-      warm: config.START_ESTIMATE_WARM_SECONDS * 1000,
-      cold: config.START_ESTIMATE_COLD_SECONDS * 1000,
-    },
+    // EC2's typical times from config; the simulator's own delays are what it will take there (npm start).
+    startEstimates:
+      config.CLOUD_PROVIDER === "ec2"
+        ? {
+            hot: config.START_ESTIMATE_HOT_SECONDS * 1000,
+            warm: config.START_ESTIMATE_WARM_SECONDS * 1000,
+            cold: config.START_ESTIMATE_COLD_SECONDS * 1000,
+          }
+        : {
+            hot: config.SIMULATOR_HOST_READY_DELAY_MS,
+            warm: config.SIMULATOR_START_DELAY_MS + config.SIMULATOR_HOST_READY_DELAY_MS,
+            cold: config.SIMULATOR_BOOT_DELAY_MS + config.SIMULATOR_HOST_READY_DELAY_MS,
+          },
   };
 }
 

@@ -166,13 +166,13 @@ export const sessionsConfigSchema = z
       "Capacity pool: an idle stopped instance's cost per hour (its root volume), minor units (the cost metric)",
     ),
     START_ESTIMATE_HOT_SECONDS: envInt(10, 1).describe(
-      "Poll's start estimate on a hot instance until enough starts were measured, in seconds",
+      "Poll's start estimate on a hot instance until enough starts were measured, in seconds (EC2; the simulator estimates from its SIMULATOR_* delays)",
     ),
     START_ESTIMATE_WARM_SECONDS: envInt(40, 1).describe(
-      "Poll's start estimate on a warm instance until enough starts were measured, in seconds",
+      "Poll's start estimate on a warm instance until enough starts were measured, in seconds (EC2; the simulator estimates from its SIMULATOR_* delays)",
     ),
     START_ESTIMATE_COLD_SECONDS: envInt(240, 1).describe(
-      "Poll's start estimate on a new instance until enough starts were measured, in seconds",
+      "Poll's start estimate on a new instance until enough starts were measured, in seconds (EC2; the simulator estimates from its SIMULATOR_* delays)",
     ),
     HOST_ASSIGN_PORT: envInt(47991, 1).describe(
       "Port of a pool instance's assignment endpoint (its host agent, HTTPS), called at its private IP",
