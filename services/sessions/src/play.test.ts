@@ -68,6 +68,17 @@ describe("idle is counted from play, reported by the host agent", () => {
     throw new Error("session did not become ready");
   }
 
+  /** Polls every 50 ms until `done` holds (at most `tries` polls). */
+  async function pollUntil(acct: string, done: (s: SessionStatus) => boolean, tries: number) {
+    let last: SessionStatus | undefined;
+    for (let i = 0; i < tries; i += 1) {
+      last = await poll(acct);
+      if (done(last)) return last;
+      await sleep(50);
+    }
+    throw new Error(`poll never got there; last: ${JSON.stringify(last)}`);
+  }
+
   /** A player at the streaming client: connected, and input every `everyMs` for `forMs`; no API call. */
   async function play(instanceId: string, forMs: number, options: { input: boolean; everyMs?: number }) {
     const hosts = h.cloud.hosts!;
@@ -98,12 +109,43 @@ describe("idle is counted from play, reported by the host agent", () => {
     expect(Date.parse(data.stoppedAt) - Date.parse(data.startedAt)).toBeGreaterThanOrEqual(2 * idlePeriod);
   });
 
-  it("when a streaming client stays connected without input for two idle periods, then that is play too", async () => {
+  /** The player's device joins the private network with a key from vpn-key (the simulated network, Headscale's rules). */
+  async function deviceJoins(acct: string) {
+    const key = (await h.call(acct, "POST", "/api/v1/sessions/vpn-key", { direct: true })).body.key as string;
+    return h.privateNetwork.join(key);
+  }
+
+  it("when a streaming client stays connected without input for two idle periods while the player's device is on the private network, then that is play too", async () => {
     const acct = account();
     const ready = await readySession(acct);
+    await deviceJoins(acct);
     await play(ready.instanceId!, 2 * 5 * MINUTE, { input: false });
     expect(await poll(acct)).toMatchObject({ state: "running", warning: null });
     await h.call(acct, "POST", "/api/v1/sessions/stop");
+  });
+
+  it("when the host still counts a streaming client but none of the player's devices is on the private network, then the client is not play: poll warns, a device coming back withdraws the warning, and leaving again stops the session as idle", async () => {
+    const acct = account();
+    const ready = await readySession(acct);
+    const device = await deviceJoins(acct);
+    h.privateNetwork.disconnect(device.id);
+    const instanceId = ready.instanceId!;
+    await h.cloud.hosts!.play(instanceId, { connected: true });
+    const warned = await pollUntil(acct, (s) => s.warning?.kind === "idle", 200);
+    expect(warned).toMatchObject({ state: "running", warning: { kind: "idle", canKeepPlaying: true } });
+
+    // The device is back on the network: the connected client counts again, and the warning goes.
+    const back = await deviceJoins(acct);
+    await pollUntil(acct, (s) => s.state === "running" && s.warning === null, 200);
+
+    h.privateNetwork.disconnect(back.id);
+    const stopped = await pollUntil(acct, (s) => s.state !== "running", 400);
+    expect(stopped).toMatchObject({
+      stopReason: "idle",
+      message:
+        "Stopped after 5 min without play (no input, and none of your devices on the private network).",
+    });
+    expect((await sessionRow(h, acct)).clientsConnected).toBe(1);
   });
 
   it("when the portal keeps polling but nobody streams or touches the display, then poll warns first and the session then stops as idle, saying why", async () => {

@@ -46,6 +46,7 @@ export async function applyHostObservations(
         case when r.clients > 0 then least(r.observed_at, r.received_at) end,
         least(r.last_input_at, r.received_at)
       ),
+      input_seen_at = greatest(s.input_seen_at, least(r.last_input_at, r.received_at)),
       updated_at = now()
     from unnest(
       ${sql.param(batch.map((o) => o.sessionId))}::uuid[],

@@ -211,8 +211,13 @@ export async function findSessionsNeedingAttention(
   const now = sql`${w.now.toISOString()}::timestamptz`;
   const running = sql`coalesce(${sessionsTable.runningAt}, ${sessionsTable.createdAt})`;
   const idleMs = sql`${sessionsTable.idleTimeoutMinutes}::float8 * ${w.minuteMs}`;
-  // greatest() skips nulls: with no Keep playing yet, the idle clock runs from the last play (or the running time).
-  const idleFrom = sql`greatest(coalesce(${sessionsTable.playSeenAt}, ${running}), ${sessionsTable.keptAliveAt})`;
+  // greatest() skips nulls: with no Keep playing yet, the idle clock runs from the last play (or the running time);
+  // with none of the player's devices on the private network, a connected client stops counting (play-state's
+  // idleBase).
+  const seen = sql`coalesce(${sessionsTable.playSeenAt}, ${running})`;
+  const play = sql`case when ${sessionsTable.deviceAbsentSince} is null then ${seen}
+    else greatest(${running}, ${sessionsTable.inputSeenAt}, least(${seen}, ${sessionsTable.deviceAbsentSince})) end`;
+  const idleFrom = sql`greatest(${play}, ${sessionsTable.keptAliveAt})`;
   const lengthMs = sql`${sessionsTable.maxLengthMinutes}::float8 * ${w.minuteMs}`;
   const totalLengthMs = sql`(${sessionsTable.maxLengthMinutes} + ${sessionsTable.lengthExtendedMinutes})::float8 * ${w.minuteMs}`;
   return db
@@ -233,6 +238,42 @@ export async function findSessionsNeedingAttention(
         ),
       ),
     )
+    .limit(limit);
+}
+
+/**
+ * Running sessions kept alive only by a connected streaming client (no input for `quietMs`), or already marked with
+ * no device on the private network, whose devices were not asked about in the last `recheckMs`: the play sweep
+ * asks the private network about them.
+ */
+export async function findClientOnlySessions(
+  db: SessionsDb,
+  w: { now: Date; quietMs: number; recheckMs: number },
+  limit: number,
+): Promise<SessionRow[]> {
+  const at = (msAgo: number) => new Date(w.now.getTime() - msAgo).toISOString();
+  const running = sql`coalesce(${sessionsTable.runningAt}, ${sessionsTable.createdAt})`;
+  return db
+    .select()
+    .from(sessionsTable)
+    .where(
+      and(
+        eq(sessionsTable.state, "running"),
+        eq(sessionsTable.ready, true),
+        or(
+          isNotNull(sessionsTable.deviceAbsentSince),
+          and(
+            sql`${sessionsTable.clientsConnected} > 0`,
+            sql`coalesce(${sessionsTable.inputSeenAt}, ${running}) <= ${at(w.quietMs)}::timestamptz`,
+          ),
+        ),
+        or(
+          isNull(sessionsTable.presenceCheckedAt),
+          sql`${sessionsTable.presenceCheckedAt} <= ${at(w.recheckMs)}::timestamptz`,
+        ),
+      ),
+    )
+    .orderBy(sql`${sessionsTable.presenceCheckedAt} nulls first`)
     .limit(limit);
 }
 

@@ -79,6 +79,15 @@ export const sessionsTable = pgTable(
      * Set to the running time when the instance comes up; API calls never move it.
      */
     playSeenAt: timestamp("play_seen_at", { withTimezone: true }),
+    /** The last input the host agent saw on the display (play_seen_at also counts a connected client). */
+    inputSeenAt: timestamp("input_seen_at", { withTimezone: true }),
+    /**
+     * Since when none of the player's devices has been on the private network while the host still counted a
+     * streaming client: from then the client is not play (the second presence signal); null while one is there.
+     */
+    deviceAbsentSince: timestamp("device_absent_since", { withTimezone: true }),
+    /** The last time the play sweep asked the private network about the player's devices. */
+    presenceCheckedAt: timestamp("presence_checked_at", { withTimezone: true }),
     /** The player chose Keep playing: the idle clock starts again from here. */
     keptAliveAt: timestamp("kept_alive_at", { withTimezone: true }),
     clientsConnected: integer("clients_connected").notNull().default(0),

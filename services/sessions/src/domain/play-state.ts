@@ -39,11 +39,22 @@ function duration(minutes: number): string {
   return minutes > 60 ? `${Math.floor(minutes / 60)} h ${minutes % 60} min` : `${minutes} min`;
 }
 
-/** The moment the idle clock counts from: the last play the host saw, or the last Keep playing. */
+/** The latest of some times (nulls skipped); at least one must be set. */
+export const latest = (...dates: (Date | null)[]) =>
+  dates.reduce<Date | null>((a, b) => (b && (!a || b > a) ? b : a), null)!;
+
+/**
+ * The moment the idle clock counts from: the last play the host saw, or the last Keep playing. A connected
+ * streaming client is play only while one of the player's devices is on the private network (the second signal):
+ * once none has been since `deviceAbsentSince`, only input counts, and the client's play ends there.
+ */
 export function idleBase(row: SessionRow): Date {
   const running = row.runningAt ?? row.createdAt;
-  const play = row.playSeenAt ?? running;
-  return row.keptAliveAt && row.keptAliveAt > play ? row.keptAliveAt : play;
+  const seen = row.playSeenAt ?? running;
+  const play = row.deviceAbsentSince
+    ? latest(running, row.inputSeenAt, seen < row.deviceAbsentSince ? seen : row.deviceAbsentSince)
+    : seen;
+  return latest(play, row.keptAliveAt);
 }
 
 /** Every automatic stop the running session is heading for, with when poll starts warning about each. */
@@ -157,14 +168,19 @@ function limitWords(limit: SpendLimitStop | null | undefined): string {
 /** The words poll keeps after a stop, until the next start (`limit`: the spending limit of a spend_limit stop). */
 export function stopMessage(
   reason: StopReason,
-  row: Pick<SessionRow, "idleTimeoutMinutes" | "maxLengthMinutes" | "lengthExtendedMinutes">,
+  row: Pick<
+    SessionRow,
+    "idleTimeoutMinutes" | "maxLengthMinutes" | "lengthExtendedMinutes" | "deviceAbsentSince"
+  >,
   limit?: SpendLimitStop,
 ): string {
   switch (reason) {
     case "user":
       return "Stopped at your request.";
     case "idle":
-      return `Stopped after ${row.idleTimeoutMinutes} min without play (no streaming client connected and no input).`;
+      return row.deviceAbsentSince
+        ? `Stopped after ${row.idleTimeoutMinutes} min without play (no input, and none of your devices on the private network).`
+        : `Stopped after ${row.idleTimeoutMinutes} min without play (no streaming client connected and no input).`;
     case "max_length":
       return `Stopped at the maximum session length of ${duration(row.maxLengthMinutes + row.lengthExtendedMinutes)}.`;
     case "credits_exhausted":

@@ -2,11 +2,12 @@ import { metrics } from "@cgs/shared";
 import {
   deleteExpiredIdempotencyKeys,
   deleteExpiredPins,
+  findClientOnlySessions,
   findSessionsNeedingAttention,
   updateSessionIf,
 } from "../data/session-repository";
 import type { SessionRow } from "../data/session-tables";
-import { currentWarning, type PendingStop } from "./play-state";
+import { currentWarning, latest, type PendingStop } from "./play-state";
 import { failSession } from "./session-failure";
 import type { SessionsDomainDeps } from "./session-deps";
 import { requestStop, terminateSoon } from "./stop-session";
@@ -28,6 +29,7 @@ export async function sweepPlay(deps: SessionsDomainDeps, limit = 500): Promise<
   const { play } = deps.settings;
   const now = deps.clock.now();
   const report: SweepReport = { warned: 0, stopped: 0, lost: 0 };
+  await checkDevicePresence(deps, now);
   const candidates = await findSessionsNeedingAttention(
     deps.db,
     {
@@ -62,6 +64,44 @@ export async function sweepPlay(deps: SessionsDomainDeps, limit = 500): Promise<
   await deleteExpiredPins(deps.db);
   await deleteExpiredIdempotencyKeys(deps.db, deps.settings.idempotencyTtlHours);
   return report;
+}
+
+/**
+ * The second presence signal: for sessions that only a connected streaming client keeps alive (no input for the
+ * idle warning's lead), ask the private network whether one of the player's devices is on it, at most once a
+ * session minute. None is: the client stops counting as play from when the last device was seen (a connection
+ * Sunshine still holds for a device that is gone), yet never so far back that the idle stop would come without its
+ * warning. One is again: the client counts again. A question the network does not answer changes nothing: no
+ * player is stopped because its API failed.
+ */
+async function checkDevicePresence(deps: SessionsDomainDeps, now: Date): Promise<void> {
+  const { play } = deps.settings;
+  const leadMs = play.idleWarningMinutes * play.minuteMs;
+  const rows = await findClientOnlySessions(deps.db, { now, quietMs: leadMs, recheckMs: play.minuteMs }, 100);
+  for (const row of rows) {
+    const presence = await deps.privateNetwork.devicePresence(row.accountId).catch((err: unknown) => {
+      deps.logger.warn(
+        { err, sessionId: row.id },
+        "device presence unknown; a connected client still counts",
+      );
+      return undefined;
+    });
+    let absentSince = row.deviceAbsentSince;
+    if (presence?.online) absentSince = null;
+    else if (presence && !absentSince) {
+      const idleMs = row.idleTimeoutMinutes * play.minuteMs;
+      const warnedInTime = new Date(now.getTime() - idleMs + Math.min(leadMs, idleMs / 2));
+      absentSince = latest(row.runningAt, presence.lastSeenAt, warnedInTime);
+      deps.logger.info(
+        { sessionId: row.id, lastSeenAt: presence.lastSeenAt, devices: presence.devices },
+        "a streaming client is connected but none of the player's devices is on the private network",
+      );
+    }
+    await updateSessionIf(deps.db, row.id, "running", {
+      presenceCheckedAt: now,
+      deviceAbsentSince: absentSince,
+    });
+  }
 }
 
 async function carryOut(deps: SessionsDomainDeps, row: SessionRow, stop: PendingStop): Promise<boolean> {
