@@ -110,7 +110,7 @@ describeWithChromium("the portal journey browser test")("the portal, a player's 
     expect(await page.isVisible("#session-progress")).toBe(true);
     // The phase and its estimate, as poll's message names them.
     expect(await text("#session-progress-text")).toMatch(
-      /^(Finding a machine|Starting a new machine, about \d+ (s|min))$/,
+      /^(Finding a machine|Starting a new machine, (about \d+ (s|min)|taking longer than usual))$/,
     );
     await screenshots(page, "play-starting");
 

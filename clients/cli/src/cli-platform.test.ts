@@ -284,7 +284,7 @@ describe("cgs commands, in text and --json", () => {
     expect(started.stderr).toMatch(/running · ready: yes · \d+ s/);
     // While it starts, the line names the phase and its estimate the way poll's message does.
     expect(started.stderr).toMatch(
-      /(starting|running) · ready: no · \d+ s · (Finding a machine|Starting a new machine, about \d+ (s|min))/,
+      /(starting|running) · ready: no · \d+ s · (Finding a machine|Starting a new machine, (about \d+ (s|min)|taking longer))/,
     );
     expect(await json(["session", "status"])).toMatchObject({ state: "running", ready: true });
     expect((await text(["session", "pair"])).stdout).toMatch(

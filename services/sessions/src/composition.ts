@@ -51,7 +51,12 @@ import { leasePoolKeeping } from "./data/pool-repository";
 import { Reconciler } from "./domain/reconciler";
 import { StartEstimates } from "./domain/start-estimates";
 import { LOCAL_STREAMING_CREDENTIALS_KEY, StreamingCredentialVault } from "./domain/streaming-credentials";
-import { type EventPublisher, type SessionSettings, type SessionsDomainDeps } from "./domain/session-deps";
+import {
+  type Capacity,
+  type EventPublisher,
+  type SessionSettings,
+  type SessionsDomainDeps,
+} from "./domain/session-deps";
 
 /**
  * The host-report queue's URL, looked up (or, with CREATE_QUEUES, created with its DLQ) once, on first use: a
@@ -300,19 +305,30 @@ export function sessionSettingsFrom(config: SessionsConfig): SessionSettings {
       runningHourCost: config.POOL_RUNNING_HOUR_COST,
       stoppedHourCost: config.POOL_STOPPED_HOUR_COST,
     },
-    // EC2's typical times from config; the simulator's own delays are what it will take there (npm start).
-    startEstimates:
-      config.CLOUD_PROVIDER === "ec2"
-        ? {
-            hot: config.START_ESTIMATE_HOT_SECONDS * 1000,
-            warm: config.START_ESTIMATE_WARM_SECONDS * 1000,
-            cold: config.START_ESTIMATE_COLD_SECONDS * 1000,
-          }
-        : {
-            hot: config.SIMULATOR_HOST_READY_DELAY_MS,
-            warm: config.SIMULATOR_START_DELAY_MS + config.SIMULATOR_HOST_READY_DELAY_MS,
-            cold: config.SIMULATOR_BOOT_DELAY_MS + config.SIMULATOR_HOST_READY_DELAY_MS,
-          },
+    startEstimates: startEstimatesFrom(config),
+  };
+}
+
+/**
+ * Poll's start estimates until a day of starts has measured them: config's, else EC2's typical times, else (the
+ * simulator, npm start) what its own delays and a reconciler pass add up to.
+ */
+function startEstimatesFrom(config: SessionsConfig): Record<Capacity, number> {
+  const reconcile = config.RECONCILER_INTERVAL_MS;
+  const typical: Record<Capacity, number> =
+    config.CLOUD_PROVIDER === "ec2"
+      ? { hot: 10_000, warm: 40_000, cold: 240_000 }
+      : {
+          hot: config.SIMULATOR_HOST_READY_DELAY_MS + reconcile,
+          warm: config.SIMULATOR_START_DELAY_MS + config.SIMULATOR_HOST_READY_DELAY_MS + reconcile,
+          cold: config.SIMULATOR_BOOT_DELAY_MS + config.SIMULATOR_HOST_READY_DELAY_MS + reconcile,
+        };
+  const configured = (seconds: number | undefined, fallback: number) =>
+    seconds === undefined ? fallback : seconds * 1000;
+  return {
+    hot: configured(config.START_ESTIMATE_HOT_SECONDS, typical.hot),
+    warm: configured(config.START_ESTIMATE_WARM_SECONDS, typical.warm),
+    cold: configured(config.START_ESTIMATE_COLD_SECONDS, typical.cold),
   };
 }
 

@@ -165,15 +165,30 @@ export const sessionsConfigSchema = z
     POOL_STOPPED_HOUR_COST: envInt(1, 0).describe(
       "Capacity pool: an idle stopped instance's cost per hour (its root volume), minor units (the cost metric)",
     ),
-    START_ESTIMATE_HOT_SECONDS: envInt(10, 1).describe(
-      "Poll's start estimate on a hot instance until enough starts were measured, in seconds (EC2; the simulator estimates from its SIMULATOR_* delays)",
-    ),
-    START_ESTIMATE_WARM_SECONDS: envInt(40, 1).describe(
-      "Poll's start estimate on a warm instance until enough starts were measured, in seconds (EC2; the simulator estimates from its SIMULATOR_* delays)",
-    ),
-    START_ESTIMATE_COLD_SECONDS: envInt(240, 1).describe(
-      "Poll's start estimate on a new instance until enough starts were measured, in seconds (EC2; the simulator estimates from its SIMULATOR_* delays)",
-    ),
+    START_ESTIMATE_HOT_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe(
+        "Poll's start estimate on a hot instance until enough starts were measured, in seconds (default 10 on EC2; on the simulator, its own delays)",
+      ),
+    START_ESTIMATE_WARM_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe(
+        "Poll's start estimate on a warm instance until enough starts were measured, in seconds (default 40 on EC2; on the simulator, its own delays)",
+      ),
+    START_ESTIMATE_COLD_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe(
+        "Poll's start estimate on a new instance until enough starts were measured, in seconds (default 240 on EC2; on the simulator, its own delays)",
+      ),
     HOST_ASSIGN_PORT: envInt(47991, 1).describe(
       "Port of a pool instance's assignment endpoint (its host agent, HTTPS), called at its private IP",
     ),

@@ -177,6 +177,9 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
     SIMULATOR_DETACH_DELAY_MS: "0",
     SIMULATOR_HOST_AGENTS: options.hostAgents ? "true" : "false",
     SIMULATOR_AGENT_REPORT_INTERVAL_MS: "1000",
+    // A start's message names a new machine's typical time; with the simulator's 0 ms delays it would say "taking
+    // longer than usual" at once.
+    START_ESTIMATE_COLD_SECONDS: "240",
     ...options.env,
   });
   const database = await openTestDatabase(options.db ?? "pglite", "sessions", { schema, migrationsFolder });
