@@ -21,6 +21,7 @@ import { createApp, type BillingContext } from "./app";
 import type { BillingConfig } from "./config";
 import { meteringLagSeconds } from "./data/metering-lag-repository";
 import { submitRecharges, type AutoRechargeDeps } from "./domain/auto-recharge";
+import { finishPendingRefunds } from "./domain/stripe-events";
 import { billingSettings, type BillingDeps } from "./domain/billing-deps";
 import { meterRunningSessions, releaseExpiredHolds } from "./domain/metering";
 import { auditRunningSessions } from "./domain/metering-audit";
@@ -101,7 +102,10 @@ export function composeBilling(
  * sessions, the storage-period pass, and the auto-recharge pass (Stripe calls for recorded recharges, detaching
  * removed cards).
  */
-async function startBillingWorkers(context: BillingContext, deps: AutoRechargeDeps): Promise<Closer[]> {
+async function startBillingWorkers(
+  context: BillingContext,
+  deps: AutoRechargeDeps & { payments: PaymentProvider },
+): Promise<Closer[]> {
   const { config, logger, database } = context;
   const events = await startEventWorkers({
     config,
@@ -136,6 +140,8 @@ async function startBillingWorkers(context: BillingContext, deps: AutoRechargeDe
     async () => {
       await submitRecharges(deps);
       await detachRetiredCards(deps);
+      // Calls to Stripe that must be finished: closed wallets' refunds whose event Stripe stopped redelivering.
+      await finishPendingRefunds(deps, deps.payments);
     },
     logger.child({ component: "auto-recharge" }),
   );

@@ -6,6 +6,7 @@ import { createContractChecker } from "@cgs/shared/testing/contract";
 import { paymentReviewsTable, stripeEventsTable, topupsTable, walletsTable } from "./data/billing-tables";
 import { findLedgerMismatches } from "./data/wallet-repository";
 import { closeWallet } from "./domain/account-closure";
+import { finishPendingRefunds } from "./domain/stripe-events";
 import { authorizeStart } from "./domain/start-authorization";
 import { createStripeClient } from "./adapters/stripe-client";
 import { createStripePaymentProvider } from "./adapters/stripe-payment-provider";
@@ -54,6 +55,8 @@ describe("refunds, disputes and payments that must not be credited (real Postgre
    * real peers, so "before"/"after" fail the call before or after stripe-mock took it, as a crash would leave
    * it; "gate" holds the call until the test lets it go.
    */
+  /** Billing's payment provider's refund call (the real adapter, recorded and faulted as above). */
+  let refundVia: (r: RefundRequest) => Promise<void>;
   let refundFault:
     { kind: "before" | "after" } | { kind: "gate"; reached: () => void; until: Promise<void> } | undefined;
 
@@ -69,7 +72,7 @@ describe("refunds, disputes and payments that must not be credited (real Postgre
       adapters: {
         payments: {
           ...real,
-          refundPayment: async (r) => {
+          refundPayment: (refundVia = async (r) => {
             refundCalls.push(r);
             const fault = refundFault;
             refundFault = undefined;
@@ -82,7 +85,7 @@ describe("refunds, disputes and payments that must not be credited (real Postgre
             reachedStripe.push(r);
             if (fault?.kind === "after") throw new Error("billing stopped after Stripe refunded");
             refunds.push(r);
-          },
+          }),
         },
       },
     });
@@ -294,6 +297,33 @@ describe("refunds, disputes and payments that must not be credited (real Postgre
       expect(await wallet(acct)).toEqual(before);
     },
   );
+
+  it("when billing stops before Stripe was called and Stripe never redelivers the event, then the refund pass finishes it once with the same idempotency key", async () => {
+    const { acct, late } = await closedWalletPayment();
+    const before = await wallet(acct);
+    refundFault = { kind: "before" };
+    expect((await send(late.paid)).status).toBe(500);
+    expect(await topupStatus(late.topupId)).toBe("refund_pending");
+    const payments = { refundPayment: (r: RefundRequest) => refundVia(r) };
+
+    refundFault = { kind: "before" };
+    await finishPendingRefunds(svc.deps, payments);
+    // Stripe failing again leaves the intent for the next pass.
+    expect(await topupStatus(late.topupId)).toBe("refund_pending");
+    await finishPendingRefunds(svc.deps, payments);
+    await finishPendingRefunds(svc.deps, payments);
+
+    expect(await topupStatus(late.topupId)).toBe("refunded_closed_wallet");
+    const same = {
+      paymentIntentId: late.paymentIntentId,
+      idempotencyKey: `cgs-closed-wallet-${late.topupId}`,
+    };
+    expect(reachedStripe.filter((r) => r.paymentIntentId === late.paymentIntentId)).toEqual([same]);
+    expect(await wallet(acct)).toEqual(before);
+    // A redelivery arriving after all finds the refund done and records the event's outcome.
+    await deliver(late.paid);
+    expect(await eventOutcome(late.paid.id)).toBe("refunded_closed_wallet");
+  });
 
   it.each([
     [

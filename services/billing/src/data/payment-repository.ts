@@ -448,3 +448,13 @@ export async function lockTopup(tx: BillingTransaction, id: string): Promise<Top
   const rows = await tx.select().from(topupsTable).where(eq(topupsTable.id, id)).for("update");
   return rows[0];
 }
+
+/** Closed wallets' refunds recorded but not yet finished (oldest first). */
+export async function refundPendingTopups(executor: SqlExecutor, limit: number): Promise<TopupRow[]> {
+  return executor
+    .select()
+    .from(topupsTable)
+    .where(eq(topupsTable.status, "refund_pending"))
+    .orderBy(asc(topupsTable.createdAt))
+    .limit(limit);
+}

@@ -4,9 +4,11 @@ import {
   insertDispute,
   lockDispute,
   lockRecharge,
+  lockTopup,
   lockTopupByPaymentIntent,
   lockTopupForCheckout,
   recordPaymentReview,
+  refundPendingTopups,
   recordStripeEvent,
   setStripeEventOutcome,
   stripeEventOutcome,
@@ -353,6 +355,49 @@ async function finishClosedWalletRefund(
     "payment to a closed wallet refunded",
   );
   return "refunded_closed_wallet";
+}
+
+/**
+ * The backstop for closed wallets' refunds: one recorded as pending whose finishing step never ran (billing stopped,
+ * or Stripe failed, and Stripe gave up redelivering the event after its three days) is finished here with the same
+ * idempotency key. Running beside a redelivery is harmless: Stripe answers both calls with the one refund, and
+ * the top-up moves to refunded once. Returns how many were finished.
+ */
+export async function finishPendingRefunds(
+  deps: BillingDeps,
+  payments: PaymentRefunds,
+  limit = 50,
+): Promise<number> {
+  let finished = 0;
+  for (const pending of await refundPendingTopups(deps.db, limit)) {
+    if (!pending.paymentIntentId) continue;
+    try {
+      await payments.refundPayment({
+        paymentIntentId: pending.paymentIntentId,
+        idempotencyKey: closedWalletRefundKey(pending.id),
+      });
+    } catch (err) {
+      deps.logger.warn(
+        { err, topupId: pending.id },
+        "closed wallet's refund failed again; the next pass retries",
+      );
+      continue;
+    }
+    const moved = await deps.db.transaction(async (tx) => {
+      const topup = await lockTopup(tx, pending.id);
+      if (topup?.status !== "refund_pending") return false;
+      await updateTopup(tx, topup.id, { status: "refunded_closed_wallet" });
+      return true;
+    });
+    if (moved) {
+      finished += 1;
+      deps.logger.warn(
+        { accountId: pending.accountId, topupId: pending.id },
+        "payment to a closed wallet refunded",
+      );
+    }
+  }
+  return finished;
 }
 
 /**
