@@ -87,9 +87,9 @@ describe("the one Dockerfile", () => {
   );
 
   it("when the release instructions are read, then they build every deployable from the one Dockerfile with its port", () => {
-    const readme = fs.readFileSync(path.join(REPO_ROOT, "README.md"), "utf8");
-    for (const d of Object.values(DEPLOYABLES)) expect(readme).toContain(`${d.dir}:${d.port}`);
-    expect(readme).toContain('--build-arg SERVICE="$svc" --build-arg PORT="$port"');
+    const deploying = fs.readFileSync(path.join(REPO_ROOT, "docs", "deploying.md"), "utf8");
+    for (const d of Object.values(DEPLOYABLES)) expect(deploying).toContain(`${d.dir}:${d.port}`);
+    expect(deploying).toContain('--build-arg SERVICE="$svc" --build-arg PORT="$port"');
   });
 });
 
