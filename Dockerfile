@@ -32,8 +32,12 @@ COPY shared/ shared/
 # The host agent's report format: sessions checks reports with it and its simulator runs it (every image carries
 # it, a few kilobytes, so the recipe stays one).
 COPY host-agent/ host-agent/
-# A service without a database has no migrations folder; an empty one keeps the runtime stage uniform.
-RUN npx tsc -b host-agent "$SERVICE" && mkdir -p "$SERVICE/drizzle"
+COPY ${SERVICE}/ ${SERVICE}/
+# A service without a database has no migrations folder; an empty one keeps the runtime stage uniform. The gateway
+# also serves the API reference (/docs/api), rendered from shared/openapi.json by Redocly (a root dev dependency)
+# into its dist/.
+RUN npx tsc -b host-agent "$SERVICE" && mkdir -p "$SERVICE/drizzle" \
+ && if [ "$SERVICE" = gateway ]; then node gateway/scripts/build-api-reference.mjs; fi
 
 FROM manifests AS runtime
 ARG SERVICE

@@ -23,8 +23,9 @@ eval "$(bash test/peers/up.sh --env)"
 # launcher does), so two processes of one kind never collide on the fixed default (PORT + 1000).
 export METRICS_PORT="${METRICS_PORT:-0}"
 
-echo "[test] building workspaces (tsc -b)" >&2
+echo "[test] building workspaces (tsc -b) and the API reference" >&2
 npx tsc -b
+node gateway/scripts/build-api-reference.mjs >/dev/null
 
 report="$(mktemp -t jest-report.XXXXXX.json)"
 status=0

@@ -11,6 +11,7 @@ import {
   type OpenApiDocument,
 } from "@cgs/shared";
 import type { GatewayConfig } from "./config";
+import { apiReferenceRoutes } from "./docs/api-reference-routes";
 import { createApiChain } from "./http/api-chain";
 import { createAuthentication } from "./http/authentication-middleware";
 import { matchedRoutePath } from "./http/gateway-locals";
@@ -72,8 +73,8 @@ export function createGatewayUpstreamPool(config: GatewayConfig): Dispatcher {
 /**
  * The one origin, wired from its parts: /api/ requests go to the API chain (http/api-chain.ts: route lookup,
  * authentication, rate limits, validation, forwarding); everything else (probes, the portal, /openapi.json, the
- * RFC 9728 metadata) to an Express app under the pages' security headers. Both share the rate limiters and the
- * upstream pool. Never listens.
+ * API reference at /docs/api, the RFC 9728 metadata) to an Express app under the pages' security headers. Both
+ * share the rate limiters and the upstream pool. Never listens.
  */
 export function createApp(deps: GatewayDeps): http.RequestListener {
   const { config, logger, verifier } = deps;
@@ -118,6 +119,7 @@ export function createApp(deps: GatewayDeps): http.RequestListener {
     beforeProbes: hideReadinessFromPublic,
   });
   app.use(securityHeaders(config.PUBLIC_BASE_URL));
+  app.use(apiReferenceRoutes({ logger, limit: readPerIp }));
   const portal = createPortal({
     config,
     logger,

@@ -19,7 +19,7 @@ const rules = (parse(readFileSync(rulesFile, "utf8")) as RuleFile).groups.flatMa
 const tests = (parse(readFileSync(testsFile, "utf8")) as TestFile).tests.flatMap(
   (t) => t.alert_rule_test ?? [],
 );
-const readme = readFileSync(path.resolve(here, "../../README.md"), "utf8");
+const runbooks = readFileSync(path.resolve(here, "../../docs/operations.md"), "utf8");
 
 describe("the platform's alert rules", () => {
   it("when checked and unit-tested with promtool, then every rule is valid and every test passes", () => {
@@ -38,10 +38,10 @@ describe("the platform's alert rules", () => {
   );
 
   it.each(rules.map((r) => [r.alert ?? "", r.annotations?.runbook ?? ""]))(
-    "when %s fires, then its runbook link leads to a README paragraph",
+    "when %s fires, then its runbook link leads to its paragraph in docs/operations.md",
     (alert, runbook) => {
-      expect(runbook).toBe(`README.md#${alert.toLowerCase()}`);
-      expect(readme).toMatch(new RegExp(`^#+ .*${alert}`, "m"));
+      expect(runbook).toBe(`docs/operations.md#${alert.toLowerCase()}`);
+      expect(runbooks).toMatch(new RegExp(`^#+ .*${alert}`, "m"));
     },
   );
 });

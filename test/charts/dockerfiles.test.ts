@@ -39,6 +39,22 @@ describe("the one Dockerfile", () => {
     expect(runtime.some((i) => i.op === "ARG" && i.args === "SERVICE")).toBe(true);
   });
 
+  it("when the build stage compiles the service, then the service's own folder was copied first, and the gateway's API reference is built", () => {
+    const build = ins.slice(
+      ins.indexOf(stages[1] as { op: string; args: string }),
+      ins.lastIndexOf(stages[stages.length - 1] as { op: string; args: string }),
+    );
+    const copy = build.findIndex((i) => i.op === "COPY" && i.args === "${SERVICE}/ ${SERVICE}/");
+    const compile = build.findIndex(
+      (i) => i.op === "RUN" && i.args.includes('npx tsc -b host-agent "$SERVICE"'),
+    );
+    expect(copy).toBeGreaterThanOrEqual(0);
+    expect(copy).toBeLessThan(compile);
+    expect(build[compile]?.args).toContain(
+      'if [ "$SERVICE" = gateway ]; then node gateway/scripts/build-api-reference.mjs; fi',
+    );
+  });
+
   it("when the workspaces are listed, then every workspace's package.json is copied before npm ci", () => {
     const workspaces = (
       JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { workspaces: string[] }
@@ -87,9 +103,9 @@ describe("the one Dockerfile", () => {
   );
 
   it("when the release instructions are read, then they build every deployable from the one Dockerfile with its port", () => {
-    const readme = fs.readFileSync(path.join(REPO_ROOT, "README.md"), "utf8");
-    for (const d of Object.values(DEPLOYABLES)) expect(readme).toContain(`${d.dir}:${d.port}`);
-    expect(readme).toContain('--build-arg SERVICE="$svc" --build-arg PORT="$port"');
+    const deploying = fs.readFileSync(path.join(REPO_ROOT, "docs", "deploying.md"), "utf8");
+    for (const d of Object.values(DEPLOYABLES)) expect(deploying).toContain(`${d.dir}:${d.port}`);
+    expect(deploying).toContain('--build-arg SERVICE="$svc" --build-arg PORT="$port"');
   });
 });
 

@@ -1,9 +1,14 @@
 import { readFileSync } from "node:fs";
-import { configVariables, currentReadmeSection, readmePath, renderConfigReference } from "./config-reference";
+import {
+  configVariables,
+  currentReferenceSection,
+  referencePath,
+  renderConfigReference,
+} from "./config-reference";
 
 describe("configuration reference", () => {
-  test("when a process reads a variable, then the README's configuration table documents it as the schema says", () => {
-    const section = currentReadmeSection(readFileSync(readmePath, "utf8"));
+  test("when a process reads a variable, then docs/configuration.md's table documents it as the schema says", () => {
+    const section = currentReferenceSection(readFileSync(referencePath, "utf8"));
     // Regenerate with: npx tsx test/platform/config-reference.ts --write
     expect(section).toBe(renderConfigReference());
   });

@@ -271,6 +271,10 @@ async function main() {
   run("npx", ["tsc", "-b", ...services.map((s) => s.dir), "clients/cli"], {
     stdio: ["ignore", "inherit", "inherit"],
   });
+  // The gateway's /docs/api page (Redocly's build-docs over shared/openapi.json).
+  run(process.execPath, ["gateway/scripts/build-api-reference.mjs"], {
+    stdio: ["ignore", "ignore", "inherit"],
+  });
   say(`built in ${((Date.now() - buildStarted) / 1000).toFixed(1)} s`);
 
   const privateNetwork = withHeadscale ? await startHeadscale() : { PRIVATE_NETWORK: "simulator" };
@@ -328,6 +332,7 @@ async function main() {
   const portalUser = ensureLocalPlayer(env);
   say(`platform up in ${((Date.now() - began) / 1000).toFixed(1)} s — gateway at ${base}`);
   say(`  contract:  curl ${base}/openapi.json`);
+  say(`  API docs:  ${base}/docs/api`);
   say(`  token:     TOKEN=$(npm run --silent token -- you@example.com)`);
   say(`  call:      curl -H "Authorization: Bearer $TOKEN" ${base}/api/v1/sessions/poll`);
   if (portalUser) {
