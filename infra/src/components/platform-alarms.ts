@@ -78,7 +78,7 @@ export class PlatformAlarms extends pulumi.ComponentResource {
 
     for (const [service, queue] of Object.entries(args.queues)) {
       alarm(`${service}-dlq-depth`, {
-        alarmDescription: `Messages in the ${service} DLQ: events the service could not handle. Runbook: README "CgsDeadLetterQueueNotEmpty".`,
+        alarmDescription: `Messages in the ${service} DLQ: events the service could not handle. Runbook: docs/operations.md#cgsdeadletterqueuenotempty.`,
         namespace: "AWS/SQS",
         metricName: "ApproximateNumberOfMessagesVisible",
         dimensions: { QueueName: queue.dlqName },
