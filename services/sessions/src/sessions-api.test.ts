@@ -353,7 +353,7 @@ describe("faults and retries", () => {
     await h.call(acct, "POST", "/api/v1/sessions/stop");
   });
 
-  it("when faults are set through the simulator control route, then the next start meets a capacity error and a lost instance fails", async () => {
+  it("when faults are set through the simulator control route, then the next start meets a capacity error and a lost instance leaves the instance list and fails", async () => {
     const acct = account();
     const control = (route: string, body?: unknown) =>
       fetch(`${h.service.url}/internal/v1/simulator${route}`, {
@@ -364,7 +364,15 @@ describe("faults and retries", () => {
     expect((await control("/faults", { failNextLaunches: 1 })).status).toBe(204);
     expect((await h.call(acct, "POST", "/api/v1/sessions/start")).body.error).toBe("CLOUD_CAPACITY");
     const running = await startRunning(acct);
+    const live = async () =>
+      (
+        (await (await fetch(`${h.service.url}/internal/v1/simulator/instances`)).json()) as {
+          items: { instanceId: string; sessionId: string | null }[];
+        }
+      ).items.map((i) => i.instanceId);
+    expect(await live()).toContain(running.instanceId);
     expect((await control(`/instances/${running.instanceId}/lose`)).status).toBe(204);
+    expect(await live()).not.toContain(running.instanceId);
     expect((await control("/instances/i-nope/lose")).status).toBe(404);
     await h.reconciler.tick();
     expect((await h.call(acct, "GET", "/api/v1/sessions/poll")).body.state).toBe("failed");

@@ -229,6 +229,23 @@ export class SimulatedCloudProvider implements CloudProvider {
     return [...this.instances.values()].filter((i) => !i.terminated && !i.lost).length;
   }
 
+  /** Every instance not lost or terminated, with its owner and state (the soak's audit: none without a session). */
+  liveInstances(): {
+    instanceId: string;
+    sessionId: string | null;
+    poolId: string | null;
+    state: InstanceState;
+  }[] {
+    return [...this.instances.values()]
+      .filter((i) => !i.lost && !i.terminated)
+      .map((i) => ({
+        instanceId: i.instanceId,
+        sessionId: i.sessionId,
+        poolId: i.poolId,
+        state: this.stateOf(i),
+      }));
+  }
+
   /** Instances by state (lost ones left out): what a bill for instance hours would count. */
   instanceStates(): Map<InstanceState, number> {
     const counts = new Map<InstanceState, number>();
