@@ -106,20 +106,28 @@ async function killService(soak: SoakPlatform, service: ServiceName): Promise<st
   return `pid ${pid} -> ${soak.platform.pidOf(service)}`;
 }
 
-/** A running session's instance, chosen by the seed among those running now (none: the fault is skipped). */
+/**
+ * A running session's instance, chosen by the seed among those running now (none: the fault is skipped). It heals
+ * when sessions has noticed: the session is no longer running.
+ */
 async function loseInstance(soak: SoakPlatform, random: () => number): Promise<string | undefined> {
   const db = await soak.database("sessions");
   try {
-    const { rows } = await db.query<{ instance_id: string }>(
-      "select instance_id from sessions where state = 'running' and instance_id is not null order by id",
+    const { rows } = await db.query<{ id: string; instance_id: string }>(
+      "select id, instance_id from sessions where state = 'running' and instance_id is not null order by id",
     );
     if (rows.length === 0) return undefined;
-    const instanceId = rows[Math.floor(random() * rows.length)]!.instance_id;
+    const { id, instance_id: instanceId } = rows[Math.floor(random() * rows.length)]!;
     const res = await fetch(
       `http://127.0.0.1:${soak.portOf("sessions")}/internal/v1/simulator/instances/${instanceId}/lose`,
       { method: "POST" },
     );
-    return `${instanceId} (${res.status})`;
+    await until(`session ${id} ended after its instance was lost`, async () => {
+      const now = await db.query<{ state: string }>("select state from sessions where id = $1", [id]);
+      return now.rows[0]?.state !== "running";
+    });
+    const ended = await db.query<{ state: string }>("select state from sessions where id = $1", [id]);
+    return `${instanceId} (${res.status}) of session ${id}, now ${ended.rows[0]?.state}`;
   } finally {
     await db.end();
   }
@@ -190,8 +198,8 @@ export async function injectFault(
           note: "no running session",
           skipped: true,
         };
-      // Not an outage: a lost instance may fail its session, never a request.
-      return { kind: fault.kind, startedAt, healedAt: startedAt, note: lost };
+      note = lost;
+      break;
     }
   }
   await until(`the platform ready after ${fault.kind}`, () => allReady(soak));

@@ -47,6 +47,8 @@ export interface PlayerStats {
   /** Ended by the platform instead (an instance lost, a start that failed): the player saw why. */
   journeysEndedByFault: number;
   journeysAbandoned: number;
+  /** Why the journeys that did not complete did not: "<outcome>: <state>, <stop reason or message>" -> count. */
+  outcomes: Record<string, number>;
   topups: number;
   refunds: number;
   disputes: number;
@@ -73,6 +75,7 @@ export function newStats(): PlayerStats {
     journeysCompleted: 0,
     journeysEndedByFault: 0,
     journeysAbandoned: 0,
+    outcomes: {},
     topups: 0,
     refunds: 0,
     disputes: 0,
@@ -288,8 +291,9 @@ class Player {
       45_000,
     );
     if (!ready || isEnded(ready)) {
-      await this.stop();
-      this.ctx.stats[ready && isEnded(ready) ? "journeysEndedByFault" : "journeysAbandoned"] += 1;
+      const last = await this.stop();
+      if (ready) this.outcome("journeysEndedByFault", "before ready", ready);
+      else this.outcome("journeysAbandoned", "not ready in 45 s", last);
       return;
     }
     await this.retrying(
@@ -313,13 +317,22 @@ class Player {
       await sleep(1_000);
     }
     if (ended) {
-      this.ctx.stats.journeysEndedByFault += 1;
+      this.outcome("journeysEndedByFault", "while playing", ended);
       return;
     }
     const last = await this.stop();
     if (last?.state === "stopped" && last.stopReason === "user") this.ctx.stats.journeysCompleted += 1;
-    else if (last && isEnded(last)) this.ctx.stats.journeysEndedByFault += 1;
-    else this.ctx.stats.journeysAbandoned += 1;
+    else if (last && isEnded(last)) this.outcome("journeysEndedByFault", "at the stop", last);
+    else this.outcome("journeysAbandoned", "stop not confirmed", last);
+  }
+
+  private outcome(kind: "journeysEndedByFault" | "journeysAbandoned", when: string, last: Json | undefined) {
+    this.ctx.stats[kind] += 1;
+    const why = last
+      ? `${String(last.state)}, ${String(last.stopReason ?? last.message ?? "")}`
+      : "no answer";
+    const key = `${kind === "journeysAbandoned" ? "abandoned" : "ended by a fault"} ${when}: ${why}`;
+    this.ctx.stats.outcomes[key] = (this.ctx.stats.outcomes[key] ?? 0) + 1;
   }
 
   /** The pretend streaming client on the instance (the simulator's control route `cgs session play --simulate` uses). */

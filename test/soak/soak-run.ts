@@ -171,6 +171,8 @@ export function renderReport(r: Omit<SoakResult, "report">): string {
       stats.accountsDeleted,
     ]),
     "",
+    ...Object.entries(stats.outcomes).map(([why, n]) => `- ${n} × ${why}`),
+    "",
     "## Faults injected",
     "",
     row(["kind", "injected", "skipped", "longest outage"]),

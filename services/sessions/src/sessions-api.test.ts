@@ -364,15 +364,17 @@ describe("faults and retries", () => {
     expect((await control("/faults", { failNextLaunches: 1 })).status).toBe(204);
     expect((await h.call(acct, "POST", "/api/v1/sessions/start")).body.error).toBe("CLOUD_CAPACITY");
     const running = await startRunning(acct);
-    const live = async () =>
+    const listed = async () =>
       (
         (await (await fetch(`${h.service.url}/internal/v1/simulator/instances`)).json()) as {
-          items: { instanceId: string; sessionId: string | null }[];
+          items: { instanceId: string; sessionId: string | null; state: string }[];
         }
-      ).items.map((i) => i.instanceId);
-    expect(await live()).toContain(running.instanceId);
+      ).items;
+    expect(await listed()).toContainEqual(
+      expect.objectContaining({ instanceId: running.instanceId, state: "running" }),
+    );
     expect((await control(`/instances/${running.instanceId}/lose`)).status).toBe(204);
-    expect(await live()).not.toContain(running.instanceId);
+    expect((await listed()).map((i) => i.instanceId)).not.toContain(running.instanceId);
     expect((await control("/instances/i-nope/lose")).status).toBe(404);
     await h.reconciler.tick();
     expect((await h.call(acct, "GET", "/api/v1/sessions/poll")).body.state).toBe("failed");

@@ -229,15 +229,15 @@ export class SimulatedCloudProvider implements CloudProvider {
     return [...this.instances.values()].filter((i) => !i.terminated && !i.lost).length;
   }
 
-  /** Every instance not lost or terminated, with its owner and state (the soak's audit: none without a session). */
-  liveInstances(): {
+  /** Every instance not lost, terminated ones included, with its owner and state (the soak audits them). */
+  listInstances(): {
     instanceId: string;
     sessionId: string | null;
     poolId: string | null;
     state: InstanceState;
   }[] {
     return [...this.instances.values()]
-      .filter((i) => !i.lost && !i.terminated)
+      .filter((i) => !i.lost)
       .map((i) => ({
         instanceId: i.instanceId,
         sessionId: i.sessionId,

@@ -41,7 +41,7 @@ export function simulatorRoutes(cloud: SimulatedCloudProvider, host?: SimulatedS
     res.status(200).json(played);
   });
   router.get("/instances", (_req, res) => {
-    res.json({ items: cloud.liveInstances() });
+    res.json({ items: cloud.listInstances() });
   });
   router.get("/calls", (_req, res) => {
     res.json({ ...cloud.calls, instances: cloud.instanceCount() });
