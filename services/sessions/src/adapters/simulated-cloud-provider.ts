@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import {
   CloudCapacityError,
+  CloudVolumeNotFoundError,
   type CloudInstance,
   type CloudProvider,
   type CreateVolumeRequest,
@@ -392,7 +393,7 @@ export class SimulatedCloudProvider implements CloudProvider {
   attachVolume(volumeId: string, instanceId: string): Promise<void> {
     this.calls.attachVolume += 1;
     const volume = this.volumes.get(volumeId);
-    if (!volume) return Promise.reject(new Error(`volume ${volumeId} does not exist`));
+    if (!volume) return Promise.reject(new CloudVolumeNotFoundError(volumeId));
     if (!this.instances.has(instanceId))
       return Promise.reject(new Error(`instance ${instanceId} does not exist`));
     if (volume.attachedTo === instanceId) return Promise.resolve();
