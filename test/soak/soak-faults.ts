@@ -33,6 +33,8 @@ export interface PlannedFault {
   atMs: number;
   /** How long the peer stays down before it is brought back (kills and cuts heal on their own). */
   holdMs: number;
+  /** A second fault injected at the same moment (after the first round): players meet outages together. */
+  with?: FaultKind;
 }
 
 /**
@@ -50,20 +52,32 @@ export function faultSchedule(seed: number, durationMs: number): PlannedFault[] 
   // The first faults meet players already playing; the last ends well before the load stops.
   let at = 8_000;
   const last = durationMs - 6_000;
-  // Spread the first round over the run: a one-minute run still meets every kind once.
-  const slot = Math.max(2_000, (last - at) / kinds.length);
+  // Spread the first round over the run (a one-minute run still meets every kind once), at most 10 s apart.
+  const slot = Math.min(10_000, Math.max(2_000, (last - at) / kinds.length));
+  const pick = () => FAULT_KINDS[Math.floor(random() * FAULT_KINDS.length)]!;
   for (let n = 0; at < last; n++) {
-    const kind = n < kinds.length ? kinds[n]! : FAULT_KINDS[Math.floor(random() * FAULT_KINDS.length)]!;
+    const first = n < kinds.length;
+    const kind = first ? kinds[n]! : pick();
     const holdMs = 1_000 + Math.floor(random() * 3_000);
-    schedule.push({ kind, atMs: Math.round(at), holdMs });
-    at += n < kinds.length ? slot : slot + Math.floor(random() * 4_000);
+    const other = !first && random() < 0.4 ? pick() : undefined;
+    schedule.push({
+      kind,
+      atMs: Math.round(at),
+      holdMs,
+      ...(other && other !== kind ? { with: other } : {}),
+    });
+    at += first ? slot : slot + Math.floor(random() * 4_000);
   }
   return schedule;
 }
 
 export function describeSchedule(schedule: PlannedFault[]): string {
   return schedule
-    .map((f) => `  +${(f.atMs / 1000).toFixed(1).padStart(6)} s  ${f.kind.padEnd(26)} hold ${f.holdMs} ms`)
+    .map(
+      (f) =>
+        `  +${(f.atMs / 1000).toFixed(1).padStart(6)} s  ${f.kind.padEnd(26)} hold ${f.holdMs} ms` +
+        (f.with ? `  with ${f.with}` : ""),
+    )
     .join("\n");
 }
 

@@ -92,12 +92,17 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     for (const fault of schedule) {
       const wait = loadStart + fault.atMs - Date.now();
       if (wait > 0) await sleep(wait);
-      const window = await injectFault(soak, fault, faultRandom);
-      log(
-        `soak: +${((window.startedAt - loadStart) / 1000).toFixed(1)} s (${new Date(window.startedAt).toISOString()}) ` +
-          `${fault.kind}: ${window.note}, healed in ${window.healedAt - window.startedAt} ms`,
-      );
-      windows.push(window);
+      const injected = await Promise.all([
+        injectFault(soak, fault, faultRandom),
+        ...(fault.with ? [injectFault(soak, { ...fault, kind: fault.with }, faultRandom)] : []),
+      ]);
+      for (const window of injected) {
+        log(
+          `soak: +${((window.startedAt - loadStart) / 1000).toFixed(1)} s (${new Date(window.startedAt).toISOString()}) ` +
+            `${window.kind}: ${window.note}, healed in ${window.healedAt - window.startedAt} ms`,
+        );
+        windows.push(window);
+      }
     }
     await players;
     log(`soak: load done (${requests.length} requests); settling and auditing`);
