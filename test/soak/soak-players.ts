@@ -328,8 +328,11 @@ class Player {
 
   private outcome(kind: "journeysEndedByFault" | "journeysAbandoned", when: string, last: Json | undefined) {
     this.ctx.stats[kind] += 1;
+    // The message names the cause ("no longer exists", "did not start within …"); clock times are left out.
+    const message =
+      typeof last?.message === "string" ? last.message.replace(/\d\d:\d\d( UTC)?/g, "hh:mm") : "";
     const why = last
-      ? `${String(last.state)}, ${String(last.stopReason ?? last.message ?? "")}`
+      ? `${String(last.state)}, ${String(last.stopReason ?? "")}${message ? ` (${message})` : ""}`
       : "no answer";
     const key = `${kind === "journeysAbandoned" ? "abandoned" : "ended by a fault"} ${when}: ${why}`;
     this.ctx.stats.outcomes[key] = (this.ctx.stats.outcomes[key] ?? 0) + 1;
