@@ -109,6 +109,11 @@ async function allReady(soak: SoakPlatform): Promise<boolean> {
   return states.every(Boolean);
 }
 
+/**
+ * SIGKILL, then the launcher starts it again on its port. The cloud simulator lives in the sessions process, so
+ * killing sessions also loses every simulated instance and volume (harsher than EC2, where they outlive it): its
+ * running sessions fail as lost and each account's next start meets a volume that no longer exists.
+ */
 async function killService(soak: SoakPlatform, service: ServiceName): Promise<string> {
   const pid = soak.platform.pidOf(service);
   if (!pid) throw new Error(`soak: no pid printed for ${service}`);

@@ -138,6 +138,12 @@ function p99(values: number[]): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)]!;
 }
 
+function deliveries(payments: PaymentRecord[]): string {
+  const counts = new Map<string, number>();
+  for (const p of payments) counts.set(p.delivery, (counts.get(p.delivery) ?? 0) + 1);
+  return [...counts].map(([how, n]) => `${n} ${how}`).join(", ") || "none";
+}
+
 const pct = (part: number, whole: number) => (whole ? `${((100 * part) / whole).toFixed(2)} %` : "-");
 
 export function renderReport(r: Omit<SoakResult, "report">): string {
@@ -177,6 +183,8 @@ export function renderReport(r: Omit<SoakResult, "report">): string {
     ]),
     "",
     ...Object.entries(stats.outcomes).map(([why, n]) => `- ${n} × ${why}`),
+    "",
+    `Top-ups by how their paying webhooks were delivered: ${deliveries(r.payments)}.`,
     "",
     "## Faults injected",
     "",
