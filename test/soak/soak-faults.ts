@@ -117,12 +117,33 @@ async function allReady(soak: SoakPlatform): Promise<boolean> {
 async function killService(soak: SoakPlatform, service: ServiceName): Promise<string> {
   const pid = soak.platform.pidOf(service);
   if (!pid) throw new Error(`soak: no pid printed for ${service}`);
+  // A paired PostgreSQL fault may have the database down: then nothing is known lost, nothing awaited.
+  const lost = service === "sessions" ? await activeSessions(soak).catch(() => []) : [];
   process.kill(pid, "SIGKILL");
   await until(`${service} restarted`, async () => {
     const now = soak.platform.pidOf(service);
     return now !== undefined && now !== pid && (await soak.ready(service));
   });
-  return `pid ${pid} -> ${soak.platform.pidOf(service)}`;
+  // As for one lost instance: healed when sessions has ended every session whose instance went with the process.
+  if (lost.length > 0)
+    await until("sessions ended the sessions of the simulator's lost instances", async () => {
+      const still = await activeSessions(soak).catch(() => undefined);
+      return still !== undefined && lost.every((id) => !still.includes(id));
+    });
+  return `pid ${pid} -> ${soak.platform.pidOf(service)}${lost.length ? `, ${lost.length} sessions' instances lost` : ""}`;
+}
+
+/** Sessions starting or running on an instance. */
+async function activeSessions(soak: SoakPlatform): Promise<string[]> {
+  const db = await soak.database("sessions");
+  try {
+    const { rows } = await db.query<{ id: string }>(
+      "select id from sessions where state in ('starting', 'running') and instance_id is not null",
+    );
+    return rows.map((r) => r.id);
+  } finally {
+    await db.end();
+  }
 }
 
 /**
