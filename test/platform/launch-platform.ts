@@ -18,6 +18,8 @@ export interface LaunchedPlatform {
   headscale: { url: string; apiKey: string };
   process: ChildProcess;
   output(): string;
+  /** The latest pid the launcher printed for a service (with PLATFORM_RESTART_KILLED=1 it prints one per start). */
+  pidOf(service: string): number | undefined;
   /** Ctrl-C, as a developer would; resolves with the launcher's exit code. */
   interrupt(): Promise<number | null>;
   cleanup(): Promise<void>;
@@ -85,6 +87,10 @@ export async function launchPlatform(options: {
     },
     process: child,
     output: () => output,
+    pidOf(service) {
+      const pids = [...output.matchAll(new RegExp(`^\\[platform\\] ${service} pid (\\d+)$`, "gm"))];
+      return pids.length ? Number(pids.at(-1)![1]) : undefined;
+    },
     async interrupt() {
       child.kill("SIGINT");
       return exited;

@@ -130,7 +130,15 @@ async function waitReady(service, timeoutMs = 60_000) {
   throw new Error(`${service.name} was not ready at ${url} within ${timeoutMs / 1000} s`);
 }
 
+// PLATFORM_SERVICE_ENV (a fault run's own peers): JSON {"<service>" or "*": {VAR: value}} applied over each
+// process's environment last, e.g. a DATABASE_URL per service or JWKS and SQS endpoints behind cuttable hops.
+const serviceEnvOverrides = JSON.parse(process.env.PLATFORM_SERVICE_ENV ?? "{}");
+// PLATFORM_RESTART_KILLED=1 (the soak): a service killed by a signal is started again on its port, not the end of
+// the platform; each start prints "<name> pid <pid>" so a fault schedule can kill it again.
+const restartKilled = process.env.PLATFORM_RESTART_KILLED === "1";
+
 function startService(service, env, node) {
+  service.exited = false;
   const child = spawn(
     node,
     ["--enable-source-maps", "--import", path.join(root, "shared/dist/telemetry.js"), "dist/main.js"],
@@ -156,8 +164,15 @@ function startService(service, env, node) {
       for (const line of lines) process.stdout.write(prefix + line + "\n");
     });
   }
+  if (restartKilled) say(`${service.name} pid ${child.pid}`);
   child.on("exit", (code, signal) => {
     service.exited = true;
+    if (!stopping && restartKilled && signal) {
+      say(`${service.name} exited (${signal}); starting it again`);
+      children.splice(children.indexOf(child), 1);
+      startService(service, env, node);
+      return;
+    }
     if (!stopping) {
       say(`${service.name} exited (${signal ?? code}); stopping the platform`);
       void shutdown(1);
@@ -318,6 +333,7 @@ async function main() {
     delete own.DATABASE_URL;
     delete own.TEST_DATABASE_URL;
     delete own.REDIS_URL;
+    Object.assign(own, serviceEnvOverrides["*"], serviceEnvOverrides[service.name]);
     startService(service, own, node);
   }
   // All at once: each service becomes ready on its own (its peers are already up), so start-up takes as long

@@ -317,6 +317,27 @@ describe("faults and retries", () => {
     await h.call(acct, "POST", "/api/v1/sessions/stop");
   });
 
+  it("when the account's volume no longer exists in the cloud, then the start fails at once saying so and the next start gets a new volume", async () => {
+    const acct = account();
+    await startRunning(acct);
+    await h.call(acct, "POST", "/api/v1/sessions/stop");
+    await h.reconciler.tick();
+    const [gone] = [...h.cloud.volumes.values()].filter((v) => v.accountId === acct);
+    h.cloud.volumes.delete(gone!.volumeId);
+
+    expect((await h.call(acct, "POST", "/api/v1/sessions/start")).status).toBe(200);
+    await h.reconciler.tick();
+    const poll = await h.call(acct, "GET", "/api/v1/sessions/poll");
+    // Failed on the first attach, not after SESSION_START_TIMEOUT_MS (10 min) of retries.
+    expect(poll.body).toMatchObject({ state: "failed", message: expect.stringMatching(/no longer exists/) });
+
+    const again = await startRunning(acct);
+    const mine = [...h.cloud.volumes.values()].filter((v) => v.accountId === acct);
+    expect(mine).toEqual([expect.objectContaining({ attachedTo: again.instanceId })]);
+    expect(mine[0]!.volumeId).not.toBe(gone!.volumeId);
+    await h.call(acct, "POST", "/api/v1/sessions/stop");
+  });
+
   it("when the streaming host stops answering, then pair retries and then answers 503 UNAVAILABLE", async () => {
     const acct = account();
     const running = await startRunning(acct);
@@ -353,7 +374,7 @@ describe("faults and retries", () => {
     await h.call(acct, "POST", "/api/v1/sessions/stop");
   });
 
-  it("when faults are set through the simulator control route, then the next start meets a capacity error and a lost instance fails", async () => {
+  it("when faults are set through the simulator control route, then the next start meets a capacity error and a lost instance leaves the instance list and fails", async () => {
     const acct = account();
     const control = (route: string, body?: unknown) =>
       fetch(`${h.service.url}/internal/v1/simulator${route}`, {
@@ -364,7 +385,17 @@ describe("faults and retries", () => {
     expect((await control("/faults", { failNextLaunches: 1 })).status).toBe(204);
     expect((await h.call(acct, "POST", "/api/v1/sessions/start")).body.error).toBe("CLOUD_CAPACITY");
     const running = await startRunning(acct);
+    const listed = async () =>
+      (
+        (await (await fetch(`${h.service.url}/internal/v1/simulator/instances`)).json()) as {
+          items: { instanceId: string; sessionId: string | null; state: string }[];
+        }
+      ).items;
+    expect(await listed()).toContainEqual(
+      expect.objectContaining({ instanceId: running.instanceId, state: "running" }),
+    );
     expect((await control(`/instances/${running.instanceId}/lose`)).status).toBe(204);
+    expect((await listed()).map((i) => i.instanceId)).not.toContain(running.instanceId);
     expect((await control("/instances/i-nope/lose")).status).toBe(404);
     await h.reconciler.tick();
     expect((await h.call(acct, "GET", "/api/v1/sessions/poll")).body.state).toBe("failed");

@@ -15,6 +15,9 @@ export interface OwnPostgres {
   port: number;
   /** pg_ctl restart -m fast: in-flight transactions are rolled back and every connection drops. */
   restart(): Promise<void>;
+  /** pg_ctl stop -m immediate (a crash: no shutdown checkpoint); up() starts it again on the same port. */
+  down(): Promise<void>;
+  up(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -53,6 +56,12 @@ export async function startOwnPostgres(): Promise<OwnPostgres> {
     port,
     restart: async () => {
       await ctl(["-m", "fast", "-o", options, "restart"]);
+    },
+    down: async () => {
+      await ctl(["-m", "immediate", "stop"]);
+    },
+    up: async () => {
+      await ctl(["-o", options, "start"]);
     },
     stop: async () => {
       await ctl(["-m", "immediate", "stop"]).catch(() => undefined);

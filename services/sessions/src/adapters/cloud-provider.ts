@@ -73,6 +73,14 @@ export class CloudCapacityError extends Error {
   }
 }
 
+/** The volume no longer exists in the cloud (deleted out of band, or lost): no retry brings it back. */
+export class CloudVolumeNotFoundError extends Error {
+  constructor(readonly volumeId: string) {
+    super(`The volume ${volumeId} does not exist`);
+    this.name = "CloudVolumeNotFoundError";
+  }
+}
+
 /** Instances and volumes of one region. Every instance and volume is tagged with its account and session. */
 export interface CloudProvider {
   readonly region: string;
@@ -85,6 +93,7 @@ export interface CloudProvider {
   /** Idempotent: terminating an instance that is already gone succeeds. */
   terminateInstance(instanceId: string): Promise<void>;
   createVolume(request: CreateVolumeRequest): Promise<{ volumeId: string }>;
+  /** Throws CloudVolumeNotFoundError when the volume no longer exists. */
   attachVolume(volumeId: string, instanceId: string): Promise<void>;
   /** Idempotent: deleting a volume that is already gone succeeds. */
   deleteVolume(volumeId: string): Promise<void>;

@@ -7,7 +7,7 @@ import {
   DescribeVolumesCommand,
   EC2Client,
 } from "@aws-sdk/client-ec2";
-import { CloudCapacityError } from "./cloud-provider";
+import { CloudCapacityError, CloudVolumeNotFoundError } from "./cloud-provider";
 import { Ec2CloudProvider, type Ec2Settings } from "./ec2-cloud-provider";
 
 // Runs against moto server (test/peers: moto on 127.0.0.1:5000); every test tags with fresh ids, so no reset is needed.
@@ -138,6 +138,22 @@ describe("Ec2CloudProvider against moto", () => {
     await cloud.deleteVolume(volumeId);
     await cloud.deleteVolume(volumeId);
     await expect(ec2.send(new DescribeVolumesCommand({ VolumeIds: [volumeId] }))).rejects.toThrow();
+  });
+
+  it("when a volume no longer exists, then attaching it throws CloudVolumeNotFoundError (no retry brings it back)", async () => {
+    const { volumeId } = await cloud.createVolume({
+      accountId: "acct-6",
+      sizeGb: 50,
+      availabilityZone: zone,
+    });
+    const { instanceId } = await cloud.launchInstance({
+      accountId: "acct-6",
+      sessionId: randomUUID(),
+      availabilityZone: zone,
+    });
+    await cloud.deleteVolume(volumeId);
+    await expect(cloud.attachVolume(volumeId, instanceId)).rejects.toBeInstanceOf(CloudVolumeNotFoundError);
+    await cloud.terminateInstance(instanceId);
   });
 });
 

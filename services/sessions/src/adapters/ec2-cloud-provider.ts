@@ -17,6 +17,7 @@ import {
 } from "@aws-sdk/client-ec2";
 import {
   CloudCapacityError,
+  CloudVolumeNotFoundError,
   type CloudInstance,
   type CloudProvider,
   type CreateVolumeRequest,
@@ -301,13 +302,18 @@ export class Ec2CloudProvider implements CloudProvider {
   }
 
   async attachVolume(volumeId: string, instanceId: string): Promise<void> {
-    await this.ec2.send(
-      new AttachVolumeCommand({
-        VolumeId: volumeId,
-        InstanceId: instanceId,
-        Device: this.settings.volumeDevice,
-      }),
-    );
+    try {
+      await this.ec2.send(
+        new AttachVolumeCommand({
+          VolumeId: volumeId,
+          InstanceId: instanceId,
+          Device: this.settings.volumeDevice,
+        }),
+      );
+    } catch (err) {
+      if (errorCode(err) === "InvalidVolume.NotFound") throw new CloudVolumeNotFoundError(volumeId);
+      throw err;
+    }
   }
 
   async deleteVolume(volumeId: string): Promise<void> {

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import {
   CloudCapacityError,
+  CloudVolumeNotFoundError,
   type CloudInstance,
   type CloudProvider,
   type CreateVolumeRequest,
@@ -229,6 +230,23 @@ export class SimulatedCloudProvider implements CloudProvider {
     return [...this.instances.values()].filter((i) => !i.terminated && !i.lost).length;
   }
 
+  /** Every instance not lost, terminated ones included, with its owner and state (the soak audits them). */
+  listInstances(): {
+    instanceId: string;
+    sessionId: string | null;
+    poolId: string | null;
+    state: InstanceState;
+  }[] {
+    return [...this.instances.values()]
+      .filter((i) => !i.lost)
+      .map((i) => ({
+        instanceId: i.instanceId,
+        sessionId: i.sessionId,
+        poolId: i.poolId,
+        state: this.stateOf(i),
+      }));
+  }
+
   /** Instances by state (lost ones left out): what a bill for instance hours would count. */
   instanceStates(): Map<InstanceState, number> {
     const counts = new Map<InstanceState, number>();
@@ -375,7 +393,7 @@ export class SimulatedCloudProvider implements CloudProvider {
   attachVolume(volumeId: string, instanceId: string): Promise<void> {
     this.calls.attachVolume += 1;
     const volume = this.volumes.get(volumeId);
-    if (!volume) return Promise.reject(new Error(`volume ${volumeId} does not exist`));
+    if (!volume) return Promise.reject(new CloudVolumeNotFoundError(volumeId));
     if (!this.instances.has(instanceId))
       return Promise.reject(new Error(`instance ${instanceId} does not exist`));
     if (volume.attachedTo === instanceId) return Promise.resolve();

@@ -323,8 +323,15 @@ export async function volumesPendingDeletion(db: SessionsDb, limit: number): Pro
   return db.select().from(volumesTable).where(isNotNull(volumesTable.deleteRequestedAt)).limit(limit);
 }
 
-export async function deleteVolumeRow(db: Executor, accountId: string): Promise<void> {
-  await db.delete(volumesTable).where(eq(volumesTable.accountId, accountId));
+/** Forgets the account's volume (only that one, when `volumeId` is given: a newer one is kept). */
+export async function deleteVolumeRow(db: Executor, accountId: string, volumeId?: string): Promise<void> {
+  await db
+    .delete(volumesTable)
+    .where(
+      volumeId
+        ? and(eq(volumesTable.accountId, accountId), eq(volumesTable.volumeId, volumeId))
+        : eq(volumesTable.accountId, accountId),
+    );
 }
 
 // ---------- idempotency keys ----------

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { metrics } from "@cgs/shared";
-import type { CloudInstance } from "../adapters/cloud-provider";
+import { CloudVolumeNotFoundError, type CloudInstance } from "../adapters/cloud-provider";
 import { AlreadyAssignedError } from "../adapters/host-assigner";
 import { HostIdentityError } from "../adapters/pinned-https";
 import {
@@ -175,9 +175,15 @@ export class Reconciler {
         try {
           await cloud.attachVolume(row.volumeId, row.instanceId);
         } catch (err) {
-          if (!timedOut) throw err;
+          const lost = err instanceof CloudVolumeNotFoundError;
+          if (!timedOut && !lost) throw err;
           await cloud.terminateInstance(row.instanceId);
-          const message = "The game library volume could not be attached";
+          // A volume that no longer exists never attaches: fail now, not at the start timeout, and forget it so
+          // the account's next start creates a new one instead of meeting the same missing volume again.
+          if (lost) await deleteVolumeRow(this.deps.db, row.accountId, row.volumeId);
+          const message = lost
+            ? "The game library volume no longer exists; start again for a new, empty one"
+            : "The game library volume could not be attached";
           return { transition: await this.fail(row, "volume_attach_failed", message), calls: calls + 1 };
         }
       }

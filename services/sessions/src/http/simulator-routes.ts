@@ -40,6 +40,9 @@ export function simulatorRoutes(cloud: SimulatedCloudProvider, host?: SimulatedS
     if (!played) throw AppError.notFound("No simulated instance with a running host agent has that id");
     res.status(200).json(played);
   });
+  router.get("/instances", (_req, res) => {
+    res.json({ items: cloud.listInstances() });
+  });
   router.get("/calls", (_req, res) => {
     res.json({ ...cloud.calls, instances: cloud.instanceCount() });
   });
