@@ -4,6 +4,7 @@ import {
   envBoolean,
   envInt,
   envList,
+  envPort,
   envUrl,
   hostReportQueueName,
   queueEnv,
@@ -11,6 +12,66 @@ import {
 import { z } from "zod";
 
 const DEV_PIN_SECRET = "local-development-pin-secret-change-me";
+
+const regionId = z
+  .string()
+  .regex(/^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$/, "must be a region id such as eu-west-1");
+
+/** One region sessions run in: its own streaming fleet (EC2 settings) and latency beacon. */
+const regionSchema = z
+  .object({
+    id: regionId,
+    name: z.string().min(1).max(60).optional(),
+    beaconUrl: z.string().url().optional(),
+    availabilityZone: z.string().min(1).optional(),
+    ec2: z
+      .object({
+        launchTemplate: z.string().min(1).optional(),
+        amiId: z.string().min(1).optional(),
+        subnetId: z.string().min(1).optional(),
+        securityGroupIds: z.array(z.string().min(1)).optional(),
+      })
+      .strict()
+      .optional(),
+    simulator: z
+      .object({
+        latencyMs: z.number().int().min(0).max(10_000).default(0),
+        capacity: z.number().int().min(0).optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+export type RegionConfig = z.output<typeof regionSchema>;
+
+const regionsEnv = z
+  .string()
+  .optional()
+  .transform((raw, ctx) => {
+    if (raw === undefined) return undefined;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch {
+      ctx.addIssue({ code: "custom", message: "must be a JSON array of regions" });
+      return z.NEVER;
+    }
+    const result = z.array(regionSchema).min(1).max(16).safeParse(parsed);
+    if (!result.success) {
+      for (const issue of result.error.issues) {
+        ctx.addIssue({ code: "custom", message: `${issue.path.join(".") || "(value)"}: ${issue.message}` });
+      }
+      return z.NEVER;
+    }
+    const ids = result.data.map((r) => r.id);
+    const repeated = ids.find((id, i) => ids.indexOf(id) !== i);
+    if (repeated) {
+      ctx.addIssue({ code: "custom", message: `region ${repeated} is listed twice` });
+      return z.NEVER;
+    }
+    return result.data;
+  });
 
 export const sessionsConfigSchema = z
   .object({
@@ -93,6 +154,24 @@ export const sessionsConfigSchema = z
       .min(1)
       .optional()
       .describe("Region instances and volumes are created in; defaults to AWS_REGION"),
+    REGIONS: regionsEnv.describe(
+      'Regions sessions run in, in the order a start without measurements tries them: a JSON array of {"id", "name", "beaconUrl", "availabilityZone", "ec2": {"launchTemplate", "amiId", "subnetId", "securityGroupIds"}, "simulator": {"latencyMs", "capacity"}}; unset: CLOUD_REGION alone. EC2 fields default to the EC2_* variables; a simulated region\'s beacon defaults to the simulator\'s beacon listener',
+    ),
+    AUTO_MAX_RTT_MS: envInt(150, 1).describe(
+      "A start with region auto and no maxRttMs accepts regions measured at most this round trip, in ms",
+    ),
+    QUEUE_MAX_WAIT_MINUTES: envInt(60, 1).describe(
+      "A queued session that found no capacity for this long fails with a message (no charge), in minutes",
+    ),
+    QUEUE_TYPICAL_INTERVAL_SECONDS: envInt(120, 1).describe(
+      "Poll's queue estimate per place ahead until enough machines freed in the region were measured, in seconds",
+    ),
+    QUEUE_INTERVAL_MS: envInt(2_000, 10).describe(
+      "Pause between passes that give freed capacity to the first queued session of each region, in ms",
+    ),
+    SIMULATOR_BEACON_PORT: envPort(8110).describe(
+      "Cloud simulator: port of the latency beacons of simulated regions (each answers after its region's latencyMs; 0 picks a free port)",
+    ),
     CLOUD_AVAILABILITY_ZONE: z
       .string()
       .min(1)
@@ -357,8 +436,15 @@ export const sessionsConfigSchema = z
         });
       }
     }
+    const zone = c.CLOUD_AVAILABILITY_ZONE ?? `${region}a`;
+    const regions: RegionConfig[] = c.REGIONS ?? [{ id: region, availabilityZone: zone }];
     return {
       ...c,
+      REGIONS: regions.map((r) => ({
+        ...r,
+        name: r.name ?? r.id,
+        availabilityZone: r.availabilityZone ?? (r.id === region ? zone : `${r.id}a`),
+      })),
       CLOUD_PROVIDER: c.CLOUD_PROVIDER ?? "simulator",
       STREAMING_HOST: c.STREAMING_HOST ?? "simulator",
       PRIVATE_NETWORK: c.PRIVATE_NETWORK ?? "simulator",

@@ -24,8 +24,12 @@ export interface paths {
      *     - the balance covers 15 minutes at the session rate, else 402 INSUFFICIENT_CREDITS;
      *     - what the account's spending limits (`GET /api/v1/credits/limits`) still allow today (UTC) and this month covers
      *       those 15 minutes too, else 409 SPEND_LIMIT_REACHED, whose message names the limit and when it resets;
-     *     - the region has capacity, else 503 CLOUD_CAPACITY with `Retry-After` (nothing is charged). Capacity
-     *       lost after this answer shows up in poll as `state: failed` with a `message`.
+     *     - the region is offered (`GET /api/v1/regions`), else 400 VALIDATION_ERROR naming `region` or `regions`; with
+     *       `region: auto` and `rttMs`, some region was measured within `maxRttMs`, else 400 VALIDATION_ERROR naming `maxRttMs`;
+     *     - one of the allowed regions has capacity (tried in order), else 503 CLOUD_CAPACITY with `Retry-After` (nothing is
+     *       charged), or, with `queue: true`, `state: queued` with the place in line in `queue` (nothing charged or held while
+     *       queued; the balance and spending limits are checked when joining). Capacity lost after this answer shows up in
+     *       poll as `state: failed` with a `message`.
      *
      *     Credits are metered per minute while the session is active; when they run out, or a spending limit is reached,
      *     the session is stopped (announced first in poll's `warning` and `message`).
@@ -53,6 +57,7 @@ export interface paths {
     /**
      * Stop the running instance
      * @description Stops the active session and answers the poll shape with `state: stopping`; metering ends now.
+     *     A queued session leaves the line and answers `state: stopped` at once (nothing was charged).
      *     Idempotent while stopping: a repeat answers 200 `stopping` again. With no active session (idle,
      *     stopped, failed): 409 SESSION_NOT_RUNNING.
      *
@@ -172,6 +177,28 @@ export interface paths {
      *     Rate limit: write bucket, 20 requests per minute per account.
      */
     post: operations["createVpnKey"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/v1/regions": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The regions sessions can run in
+     * @description Every region offered, with its latency beacon, whether a start would find capacity there now, and how many sessions wait in its line. Measure the beacons (SDK `regions.measure()`, `cgs regions`) to choose, or start with `region: auto`.
+     *
+     *     Rate limit: read bucket, 60 requests per minute per account.
+     */
+    get: operations["listRegions"];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -621,21 +648,27 @@ export interface components {
      * @description Lifecycle state of the account's session.
      *
      *     - `idle`: never started, or nothing to show.
+     *     - `queued`: every region the start allowed was full and the player chose to wait (`queue: true`); poll's `queue`
+     *       says the place in line and the estimated wait. Nothing is charged or held while queued. Leaving the line is a
+     *       stop. A place lasts at most the service's maximum wait; then the session fails with a `message`.
      *     - `starting`: an instance has been requested.
      *     - `running`: the instance is up; `ready` turns true once the streaming host answers.
      *     - `stopping`: stop requested (by the user, credits exhausted, idle, maximum length or account purge; `stopReason` says which).
      *     - `stopped`: the instance is gone.
      *     - `failed`: provisioning failed or the instance was lost; `message` says why.
      *
-     *     Active states are `starting`, `running` and `stopping`. Transitions:
+     *     Active states are `queued`, `starting`, `running` and `stopping`. Transitions:
+     *     idle|stopped|failed -start-> starting (or queued, when every allowed region is full and `queue` is true);
+     *     queued -capacity frees in an allowed region, first come first served-> starting; queued -stop-> stopped;
+     *     queued -maximum wait passed-> failed;
      *     idle|stopped|failed -start-> starting -instance running-> running(ready=false) -host answers-> running(ready=true);
      *     starting -capacity/provisioning error-> failed; running -instance lost or host agent silent-> failed;
      *     starting|running -stop, credits exhausted, idle, maximum length, account purge-> stopping -instance gone-> stopped.
      * @enum {string}
      */
-    SessionState: "idle" | "starting" | "running" | "stopping" | "stopped" | "failed";
+    SessionState: "idle" | "queued" | "starting" | "running" | "stopping" | "stopped" | "failed";
     /**
-     * @description Flat session poll resource: the spec's 2.1 fields, every one always present (null when it has no value), plus two additions clients may ignore: `warning` (an automatic stop ahead) and `stopReason` (why the session ended, kept until the next start). With no session: `{"state": "idle", "instanceId": null, "publicIp": null, "privateNetIp": null, "startedAt": null, "ready": false, "message": null, "warning": null, "stopReason": null}`.
+     * @description Flat session poll resource: the spec's 2.1 fields, every one always present (null when it has no value), plus additions clients may ignore: `warning` (an automatic stop ahead), `stopReason` (why the session ended, kept until the next start), `region` (where it runs) and `queue` (the place in line while `queued`). With no session: `{"state": "idle", "instanceId": null, "publicIp": null, "privateNetIp": null, "startedAt": null, "ready": false, "message": null, "warning": null, "stopReason": null, "region": null, "queue": null}`.
      *
      *     Every automatic stop is announced first: while `warning` is set, `message` says what happens and when, e.g. "No input for 10 min: this session stops at 14:32 UTC unless you play or choose Keep playing." After a stop, `message` says why in words and `stopReason` in a code.
      * @example {
@@ -705,14 +738,54 @@ export interface components {
         | "instance_lost"
         | "start_failed"
         | null;
+      /**
+       * @description Region the session runs in (one of `GET /api/v1/regions`); null with no session and while queued.
+       * @example eu-west-1
+       */
+      region: string | null;
+      queue: components["schemas"]["QueuePlace"];
     };
-    /** @description Optional start options. Omit the body (or send `{}`) to use the saved preferences. */
+    /**
+     * @description Optional start options. Omit the body (or send `{}`) to use the saved `region` preference.
+     *
+     *     Where: `region` (one region, or `auto`) or `regions` (an ordered list), not both. A start tries each allowed region in order and takes the first with capacity; a region with players waiting in its line counts as full (nobody jumps the line). With `auto` the order is the measured round trips in `rttMs` (lowest first), keeping only regions measured at or below `maxRttMs`; without `rttMs`, the regions in the order `GET /api/v1/regions` lists them. The SDK's `regions.measure()` and `sessions.start({ region: "auto" })` measure for you.
+     *
+     *     When every allowed region is full: 503 CLOUD_CAPACITY, or with `queue: true` the session waits in line (`state: queued`).
+     */
     StartSessionRequest: {
       /**
-       * @description Region to start in; defaults to the `region` preference.
-       * @example us-east-1
+       * @description A region id from `GET /api/v1/regions`, or `auto` (the lowest measured round trip within `maxRttMs`); defaults to the `region` preference.
+       * @example eu-west-1
        */
       region?: string;
+      /**
+       * @description Regions to try, in order: the first with capacity is taken.
+       * @example [
+       *       "eu-west-1",
+       *       "eu-central-1"
+       *     ]
+       */
+      regions?: string[];
+      /**
+       * @description With `region: auto`: the highest acceptable measured round trip, in ms (default 150).
+       * @default 150
+       */
+      maxRttMs: number;
+      /**
+       * @description With `region: auto`: the client's measured median round trip to each region's beacon, in ms, by region id.
+       * @example {
+       *       "eu-west-1": 24,
+       *       "us-east-1": 92
+       *     }
+       */
+      rttMs?: {
+        [key: string]: number;
+      };
+      /**
+       * @description Wait in line when every allowed region is full, instead of 503 CLOUD_CAPACITY. Nothing is charged or held while queued; stop leaves the line.
+       * @default false
+       */
+      queue: boolean;
     };
     PairingRequest: {
       /**
@@ -898,7 +971,7 @@ export interface components {
        */
       codec: "h264" | "h265" | "av1";
       /**
-       * @description Preferred cloud region for new sessions, e.g. `us-east-1`.
+       * @description Preferred region for new sessions: a region id from `GET /api/v1/regions`, or `auto` (clients measure every region's beacon and start in the nearest within their bound), e.g. `eu-west-1`.
        * @default us-east-1
        * @example us-east-1
        */
@@ -939,7 +1012,7 @@ export interface components {
        * @enum {string}
        */
       codec?: "h264" | "h265" | "av1";
-      /** @description Preferred cloud region for new sessions, e.g. `us-east-1`. */
+      /** @description Preferred region for new sessions: a region id from `GET /api/v1/regions`, or `auto` (clients measure every region's beacon and start in the nearest within their bound), e.g. `eu-west-1`. */
       region?: string;
       /** @description Minutes without play (no streaming client connected and no input on the host's display) after which a running session is stopped, after a warning in poll. API calls are not play. */
       idleTimeoutMinutes?: number;
@@ -1181,6 +1254,45 @@ export interface components {
       /** @description Minor units; null removes it. */
       monthly?: number | null;
     };
+    /** @description The session's place in line while `state` is `queued`; null otherwise. The line is first come, first served per region: when a machine frees in a region, the earliest queued session that allowed that region gets it. */
+    QueuePlace: {
+      /** @description 1 when the next machine freed in one of `regions` is this session's (the best place over its regions). */
+      position: number;
+      /** @description Expected wait: the place times the recent interval between machines freed in that region (a configured typical interval until enough were measured). */
+      estimatedWaitSeconds: number;
+      /** @description The regions this session waits for, in the order the start gave. */
+      regions: string[];
+      /**
+       * Format: date-time
+       * @description When the session joined the line (its place is kept across restarts of the service).
+       */
+      queuedAt: string;
+    } | null;
+    Region: {
+      /**
+       * @description Region id, as `region` / `regions` in a start and the `region` preference take it.
+       * @example eu-west-1
+       */
+      id: string;
+      /**
+       * @description Name for people.
+       * @example Europe (Ireland)
+       */
+      name: string;
+      /**
+       * Format: uri
+       * @description Latency beacon: a GET answers at once (any 2xx, CORS open) from the region; the median of a few round trips is the player's latency to it.
+       */
+      beaconUrl: string;
+      /** @description Whether a start would find capacity now: false while players wait in its line or while its last launch found the region full (for the Retry-After of CLOUD_CAPACITY). */
+      available: boolean;
+      /** @description Sessions waiting in line that allow this region. */
+      queueLength: number;
+    };
+    RegionList: {
+      /** @description In the service's configured order (the order a start without measurements tries). */
+      items: components["schemas"]["Region"][];
+    };
   };
   responses: {
     /** @description Bad request. VALIDATION_ERROR names the offending field in `message`. The password-reset complete endpoint also answers RESET_TOKEN_EXPIRED, RESET_TOKEN_INVALID and PASSWORD_REUSED. */
@@ -1331,7 +1443,7 @@ export interface operations {
       };
     };
     responses: {
-      /** @description Start accepted; `state` is `starting`. */
+      /** @description Start accepted; `state` is `starting` (or `queued`, with `queue: true` and every allowed region full). */
       200: {
         headers: {
           "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -1525,6 +1637,34 @@ export interface operations {
       401: components["responses"]["Unauthorized"];
       405: components["responses"]["MethodNotAllowed"];
       409: components["responses"]["Conflict"];
+      429: components["responses"]["TooManyRequests"];
+      500: components["responses"]["InternalError"];
+      503: components["responses"]["ServiceUnavailable"];
+    };
+  };
+  listRegions: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The regions, in the service's configured order. */
+      200: {
+        headers: {
+          "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+          "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+          "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["RegionList"];
+        };
+      };
+      401: components["responses"]["Unauthorized"];
+      405: components["responses"]["MethodNotAllowed"];
       429: components["responses"]["TooManyRequests"];
       500: components["responses"]["InternalError"];
       503: components["responses"]["ServiceUnavailable"];
