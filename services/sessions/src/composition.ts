@@ -248,7 +248,8 @@ export function buildAdapters(
               // Regions without a beacon of their own answer from the simulator's.
               adopt: (base: string) => {
                 for (const [i, fleet] of fleets.entries()) {
-                  if (!config.REGIONS[i]!.beaconUrl) fleet.beaconUrl = `${base}/${encodeURIComponent(fleet.id)}`;
+                  if (!config.REGIONS[i]!.beaconUrl)
+                    fleet.beaconUrl = `${base}/${encodeURIComponent(fleet.id)}`;
                 }
               },
             },
@@ -403,7 +404,8 @@ export function domainDepsFor(
   logger: Logger,
   clock: Clock = systemClock,
 ): SessionsDomainDeps {
-  const { regions, cloud, streamingHost, privateNetwork, accounts, billing, hostSecrets, assigner } = adapters;
+  const { regions, cloud, streamingHost, privateNetwork, accounts, billing, hostSecrets, assigner } =
+    adapters;
   const settings = sessionSettingsFrom(config);
   return {
     regions,
@@ -574,7 +576,10 @@ export async function startSessionsWorkers(
       adopt(await server.listen(config.SIMULATOR_BEACON_PORT));
     } catch (err) {
       // The regions still work; only measuring their latency locally does not.
-      logger.error({ err, port: config.SIMULATOR_BEACON_PORT }, "the simulated regions' beacons could not listen");
+      logger.error(
+        { err, port: config.SIMULATOR_BEACON_PORT },
+        "the simulated regions' beacons could not listen",
+      );
     }
   }
   deps.wake.reconciler = () => reconcile.kick();

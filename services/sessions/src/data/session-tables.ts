@@ -123,7 +123,9 @@ export const sessionsTable = pgTable(
     uniqueIndex("sessions_one_active_per_account")
       .on(t.accountId)
       .where(sql`${t.state} in ('queued', 'starting', 'running', 'stopping')`),
-    index("sessions_queue_idx").on(t.queuedAt, t.id).where(sql`${t.state} = 'queued'`),
+    index("sessions_queue_idx")
+      .on(t.queuedAt, t.id)
+      .where(sql`${t.state} = 'queued'`),
     index("sessions_account_created_idx").on(t.accountId, t.createdAt),
     index("sessions_active_lease_idx")
       .on(t.leaseUntil)
