@@ -570,17 +570,26 @@ export async function startSessionsWorkers(
     },
     queueLog,
   );
+  let beaconRetry: NodeJS.Timeout | undefined;
   if (options.simulator?.beacons) {
     const { server, adopt } = options.simulator.beacons;
-    try {
-      adopt(await server.listen(config.SIMULATOR_BEACON_PORT));
-    } catch (err) {
-      // The regions still work; only measuring their latency locally does not.
-      logger.error(
-        { err, port: config.SIMULATOR_BEACON_PORT },
-        "the simulated regions' beacons could not listen",
-      );
-    }
+    // The regions work without their beacons; only measuring their latency locally does not. A port still held by
+    // a process on its way out (a restart) is tried again for a minute.
+    const listen = async (attempt: number): Promise<void> => {
+      try {
+        adopt(await server.listen(config.SIMULATOR_BEACON_PORT));
+      } catch (err) {
+        const again = attempt < 12;
+        logger[again ? "warn" : "error"](
+          { err, port: config.SIMULATOR_BEACON_PORT, attempt },
+          again
+            ? "the simulated regions' beacons could not listen yet"
+            : "the simulated regions' beacons could not listen",
+        );
+        if (again) beaconRetry = setTimeout(() => void listen(attempt + 1), 5_000).unref();
+      }
+    };
+    await listen(1);
   }
   deps.wake.reconciler = () => reconcile.kick();
   const playSweep = startPeriodicWorker(
@@ -610,6 +619,7 @@ export async function startSessionsWorkers(
     () => playSweep.stop(),
     ...pools.map((pool) => () => pool.stop()),
     () => queue.stop(),
+    () => clearTimeout(beaconRetry),
     stopCounting,
   );
   if (options.simulator) closers.push(() => options.simulator!.close());
