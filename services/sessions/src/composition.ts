@@ -60,6 +60,7 @@ import {
   type EventPublisher,
   type SessionSettings,
   type SessionsDomainDeps,
+  Wakeups,
 } from "./domain/session-deps";
 
 /**
@@ -419,8 +420,7 @@ export function domainDepsFor(
     db,
     logger,
     clock,
-    // startSessionsWorkers points these at its workers.
-    wake: { reconciler: () => undefined },
+    wake: new Wakeups(),
     estimates: new StartEstimates(settings.startEstimates),
     settings,
     events: outboxPublisher(config.QUEUE_NAME_PREFIX),
@@ -591,7 +591,7 @@ export async function startSessionsWorkers(
     };
     await listen(1);
   }
-  deps.wake.reconciler = () => reconcile.kick();
+  const stopWaking = deps.wake.onReconciler(() => reconcile.kick());
   const playSweep = startPeriodicWorker(
     "play-sweep",
     config.IDLE_SWEEP_INTERVAL_MS,
@@ -618,6 +618,7 @@ export async function startSessionsWorkers(
     () => orphans.stop(),
     () => playSweep.stop(),
     ...pools.map((pool) => () => pool.stop()),
+    stopWaking,
     () => queue.stop(),
     () => clearTimeout(beaconRetry),
     stopCounting,
