@@ -16,7 +16,7 @@ function fleet(change: (c: StreamingConfig) => void = () => {}) {
     ...config,
     name: "cgs-test",
     vpcId: "vpc-1",
-    apiClientSecurityGroupIds: ["sg-cluster"],
+    apiClients: { securityGroupIds: ["sg-cluster"] },
     tagPrefix: "cgs-test",
     imageId: config.amiId ?? "ami-0123456789abcdef0",
     hostReportsQueueArn: "arn:aws:sqs:eu-west-1:123456789012:staging-cgs-host-reports",
