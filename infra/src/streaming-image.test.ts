@@ -169,7 +169,7 @@ describe("the launch template and the built image", () => {
   it("when sessions launches instances, then it may start only the built AMI and pass only the streaming host role to EC2", () => {
     const statements = inlinePolicyOf(run, "cgs-prod-sessions").flatMap((p) => p.Statement);
     const launch = statements.find((s) => s.Sid === "LaunchFromTheStreamingTemplateOnly");
-    expect([launch?.Resource].flat().filter((r) => r.includes(":image/"))).toEqual([
+    expect([launch!.Resource].flat().filter((r) => r.includes(":image/"))).toEqual([
       `arn:aws:ec2:eu-west-1::image/${BUILT_AMI_ID}`,
       `arn:aws:ec2:us-east-1::image/${copiedAmiId("us-east-1")}`,
       `arn:aws:ec2:ap-southeast-1::image/${copiedAmiId("ap-southeast-1")}`,
