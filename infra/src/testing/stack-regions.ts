@@ -3,7 +3,8 @@ import { sessionsConfigSchema } from "@cgs/sessions";
 import { BEACON_HANDLER } from "../components/latency-beacon";
 import { subnetCidrs } from "../components/network";
 import { ACCOUNT_ID, ofType, readStackConfig, type RecordedResource, type StackRun } from "./stack-harness";
-import { inlinePolicyOf, platformValues } from "./stack-invariants";
+import { parseAllDocuments } from "yaml";
+import { inlinePolicyOf, platformValues, renderChartWithProgramValues } from "./stack-invariants";
 
 interface Rule {
   protocol: string;
@@ -259,5 +260,23 @@ export function describeFleetRegions(stack: string, run: () => StackRun): void {
         listed.map((r) => `https://latency-beacon-${r.id}.lambda-url.${r.id}.on.aws`).join(","),
       );
     });
+
+    it(
+      "when the chart is rendered, then the sessions and gateway ConfigMaps carry REGIONS and the beacon origins intact",
+      () => {
+        const docs = parseAllDocuments(renderChartWithProgramValues(run())).map(
+          (d) => d.toJSON() as { kind?: string; metadata?: { name: string }; data?: Record<string, string> },
+        );
+        const configMap = (name: string) =>
+          docs.find((d) => d?.kind === "ConfigMap" && d.metadata?.name === name)?.data ?? {};
+        const env = platformValues(run()).services;
+        expect(JSON.parse(configMap("cgs-sessions").REGIONS!)).toEqual(
+          JSON.parse(env.sessions!.env.REGIONS!),
+        );
+        expect(JSON.parse(configMap("cgs-sessions").REGIONS!)).toHaveLength(listed.length);
+        expect(configMap("cgs-gateway").PORTAL_BEACON_ORIGINS).toBe(env.gateway!.env.PORTAL_BEACON_ORIGINS);
+      },
+      15 * 60_000,
+    );
   });
 }
