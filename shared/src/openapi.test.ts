@@ -81,6 +81,7 @@ describe("openapi document", () => {
         "DELETE /api/v1/account/delete accounts",
         "DELETE /api/v1/devices/{id} sessions",
         "GET /api/v1/health gateway public",
+        "GET /api/v1/regions sessions",
         "POST /api/v1/auth/password-reset/request auth-proxy public",
         "POST /api/v1/auth/password-reset/complete auth-proxy public",
       ].sort(),
