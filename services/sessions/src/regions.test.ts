@@ -1,10 +1,13 @@
 import pino from "pino";
 import { inArray } from "drizzle-orm";
 import { outboxTable, type AnyEvent } from "@cgs/shared";
+import { waitUntil } from "@cgs/shared/testing/queue";
 import { buildAdapters, domainDepsFor } from "./composition";
 import { sessionsTable } from "./data/session-tables";
 import { serveQueue } from "./domain/queue";
 import type { SessionsDomainDeps } from "./domain/session-deps";
+import type { CloudProvider, LaunchRequest } from "./adapters/cloud-provider";
+import { onCloud } from "./testing/on-cloud";
 import { startSessionsHarness, type SessionsHarness } from "./testing/sessions-harness";
 
 // Three simulated regions, each a fleet of its own with a latency beacon; near (eu-west-1) is the nearest.
@@ -274,6 +277,33 @@ describe("the line when every region is full", () => {
     // A queued session is the account's one session: another start waits until it leaves the line.
     expect((await h.call(second, "POST", "/api/v1/sessions/start", { body: {} })).status).toBe(409);
     await h.call(second, "POST", "/api/v1/sessions/stop");
+  });
+
+  it("when a machine is being tried for the first in line, then the player still sees the line, and leaving it then ends the session at once", async () => {
+    region("us-east-1").setCapacityExhausted(true);
+    const acct = account();
+    await h.call(acct, "POST", "/api/v1/sessions/start", { body: { regions: ["us-east-1"], queue: true } });
+    // The region's launch is held until the player has left, then finds the region still full.
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const full = region("us-east-1");
+    const held: CloudProvider = Object.assign(Object.create(full) as CloudProvider, {
+      launchInstance: async (request: LaunchRequest) => {
+        await gate;
+        return full.launchInstance(request);
+      },
+    });
+    const serving = serveQueue(onCloud(h.deps, held), ["us-east-1"]);
+    await waitUntil(async () => (await stateOf([acct])).get(acct)?.state === "starting", {
+      intervalMs: 20,
+      description: "the queue pass to take the session out of the line",
+    });
+    const seen = (await h.call(acct, "GET", "/api/v1/sessions/poll")).body;
+    expect(seen).toMatchObject({ state: "queued", startedAt: null, region: null, queue: { position: 1 } });
+    expect((await h.call(acct, "POST", "/api/v1/sessions/stop")).status).toBe(200);
+    release();
+    await serving;
+    expect((await h.call(acct, "GET", "/api/v1/sessions/poll")).body).toMatchObject({ state: "stopped" });
   });
 
   it("when a queued player waited longer than the service allows, then the session fails saying so, uncharged", async () => {

@@ -704,7 +704,7 @@ export interface components {
       privateNetIp: string | null;
       /**
        * Format: date-time
-       * @description ISO 8601 UTC time the session was started; null with no session.
+       * @description ISO 8601 UTC time the session was started; null with no session and while queued.
        */
       startedAt: string | null;
       /** @description True when the instance is ready for pairing. */

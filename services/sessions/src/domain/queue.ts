@@ -13,7 +13,7 @@ import { inRegion } from "./regions";
 import { publishSessionFailed } from "./session-events";
 import type { SessionsDomainDeps } from "./session-deps";
 import { statusView, toSessionStatus, type SessionStatus } from "./session-status";
-import { provision, settleStoppedDuringLaunch } from "./start-session";
+import { closeStoppedWithoutMachine, provision, settleStoppedDuringLaunch } from "./start-session";
 
 /** A queued session's place (openapi.json `QueuePlace`). */
 export interface QueuePlace {
@@ -47,9 +47,17 @@ async function freeInterval(deps: SessionsDomainDeps, region: string): Promise<n
   return Math.max(1_000, gaps[Math.floor(gaps.length / 2)]!);
 }
 
+/**
+ * A session the queue worker took out of the line to try a region, with no machine yet: to the player it is still
+ * waiting (the region may turn out full and it goes back at the same place), not starting.
+ */
+export function leavingLine(row: SessionRow | undefined): row is SessionRow {
+  return row?.state === "starting" && row.queuedAt !== null && row.instanceId === null;
+}
+
 /** A queued session's best place over the regions it waits for, and the wait that place means. */
 export async function queuePlace(deps: SessionsDomainDeps, row: SessionRow): Promise<QueuePlace | null> {
-  if (row.state !== "queued" || !row.queuedAt) return null;
+  if ((row.state !== "queued" && !leavingLine(row)) || !row.queuedAt) return null;
   const regions = row.queueRegions ?? [row.region];
   let best: { position: number; waitMs: number } | undefined;
   for (const region of regions) {
@@ -75,7 +83,8 @@ const ordinal = (n: number) => {
 /** The poll resource of a queued session: its place in line and what that means in words. */
 export async function queuedStatus(deps: SessionsDomainDeps, row: SessionRow): Promise<SessionStatus> {
   const place = await queuePlace(deps, row);
-  return toSessionStatus(row, statusView(deps), place && { place, message: placeMessage(place, deps) });
+  const waiting: SessionRow = { ...row, state: "queued", region: row.queueRegions?.[0] ?? row.region };
+  return toSessionStatus(waiting, statusView(deps), place && { place, message: placeMessage(place, deps) });
 }
 
 /** Poll's message while queued: "Waiting for a machine in Europe (Ireland): 3rd in line, about 4 min". */
@@ -127,7 +136,9 @@ export async function serveQueue(
         continue;
       }
       if (outcome.kind === "full") {
-        await returnToQueue(db, taken, queueMessage(taken.queueRegions ?? [region], deps));
+        const back = await returnToQueue(db, taken, queueMessage(taken.queueRegions ?? [region], deps));
+        // The player left the line while this pass tried the region.
+        if (!back) await closeStoppedWithoutMachine(deps, taken.id);
         break;
       }
       if (outcome.kind === "stopped") {

@@ -3,7 +3,7 @@ import { AppError, metrics } from "@cgs/shared";
 import { findActiveSession, findLatestSession, savePinDigest } from "../data/session-repository";
 import type { SessionRow } from "../data/session-tables";
 import { syncDevicesQuietly } from "./devices";
-import { queuedStatus } from "./queue";
+import { leavingLine, queuedStatus } from "./queue";
 import { mintDeviceKey } from "./private-network-keys";
 import type { SessionsDomainDeps } from "./session-deps";
 import { statusView, toSessionStatus, type SessionStatus } from "./session-status";
@@ -14,7 +14,7 @@ import { statusView, toSessionStatus, type SessionStatus } from "./session-statu
  */
 export async function pollSession(deps: SessionsDomainDeps, accountId: string): Promise<SessionStatus> {
   const row = await findLatestSession(deps.db, accountId);
-  if (row?.state === "queued") return queuedStatus(deps, row);
+  if (row?.state === "queued" || leavingLine(row)) return queuedStatus(deps, row);
   return toSessionStatus(row, statusView(deps));
 }
 

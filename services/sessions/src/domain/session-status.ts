@@ -79,7 +79,8 @@ export function toSessionStatus(
     // Addresses of an instance that is gone would mislead a client into connecting.
     publicIp: live ? row.publicIp : null,
     privateNetIp: live ? row.privateNetIp : null,
-    startedAt: (row.startedAt ?? row.createdAt).toISOString(),
+    // Not started while waiting in line.
+    startedAt: row.state === "queued" ? null : (row.startedAt ?? row.createdAt).toISOString(),
     ready: row.state === "running" && row.ready,
     message: warning?.message ?? row.message ?? progressMessage(row, view),
     warning: warning

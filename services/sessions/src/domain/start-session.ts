@@ -162,6 +162,9 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
       logger.info({ sessionId: session.id, regions: allowed }, "every allowed region is full: queued");
       return queuedStatus(deps, row);
     }
+    // Stopped while the regions were tried: nothing runs, so it ends now.
+    const stopped = await closeStoppedWithoutMachine(deps, session.id);
+    if (stopped) return toSessionStatus(stopped, statusView(deps));
   } else {
     await abandonStart(deps, session);
     await releaseHold();
@@ -269,6 +272,14 @@ async function acquireInstance(
   const { instanceId } = await cloud.launchInstance({ ...owner, availabilityZone: volume.availabilityZone });
   metrics.sessionStarts.labels("cold").inc();
   return { instanceId, volumeAttached: false };
+}
+
+/** A stop that landed while no region had a machine for the session: nothing runs, so it ends stopped now. */
+export async function closeStoppedWithoutMachine(
+  deps: Pick<SessionsDomainDeps, "db" | "clock">,
+  sessionId: string,
+): Promise<SessionRow | undefined> {
+  return updateSessionIf(deps.db, sessionId, "stopping", { state: "stopped", endedAt: deps.clock.now() });
 }
 
 /**
