@@ -211,11 +211,18 @@ export function createClient(options: ClientOptions = {}) {
      */
     start: async (
       body: StartSessionRequest = {},
-      opts: { idempotencyKey?: string; measure?: Omit<MeasureOptions, "fetch"> } = {},
+      opts: {
+        idempotencyKey?: string;
+        measure?: Omit<MeasureOptions, "fetch">;
+        /** Called with the measurement a `region: "auto"` start made, before it is sent. */
+        onMeasured?: (measured: MeasuredRegion[]) => void;
+      } = {},
     ) => {
       let request = body;
       if (body.region === "auto" && body.rttMs === undefined) {
-        const rttMs = roundTripsById(await regions.measure(opts.measure));
+        const measured = await regions.measure(opts.measure);
+        opts.onMeasured?.(measured);
+        const rttMs = roundTripsById(measured);
         if (Object.keys(rttMs).length === 0) {
           throw new ApiError({
             code: "BEACONS_UNREACHABLE",
