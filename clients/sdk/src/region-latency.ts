@@ -52,7 +52,9 @@ async function probe(url: string, fetchImpl: typeof fetch, timeoutMs: number, ou
   const began = clock();
   try {
     // no-store: a cached answer would measure nothing; omit: a beacon on another origin gets no cookies.
-    const res = await fetchImpl(url, { cache: "no-store", credentials: "omit", signal });
+    // (`cache` is typed by the DOM's RequestInit only; Node's fetch honours it too.)
+    const init: RequestInit & { cache?: "no-store" } = { cache: "no-store", credentials: "omit", signal };
+    const res = await fetchImpl(url, init);
     const rtt = clock() - began;
     await res.body?.cancel().catch(() => undefined);
     return res.ok ? rtt : null;

@@ -43,9 +43,9 @@ export function describeStatus(s: SessionStatus): string {
       "         Leave the line with `cgs session stop`.",
     );
   }
-  if (s.region) lines.push(`Region: ${s.region}`);
   if (s.warning) lines.push(`Warning: ${s.message ?? ""}${warningHint(s)}`);
   if (s.instanceId) lines.push(`Instance: ${s.instanceId}`);
+  if (s.region) lines.push(`Region: ${s.region}`);
   if (s.privateNetIp) lines.push(`Private IP: ${s.privateNetIp}`);
   if (s.publicIp) lines.push(`Public IP: ${s.publicIp}`);
   if (s.startedAt) lines.push(`Started: ${s.startedAt}`);
@@ -192,7 +192,7 @@ export function sessionCommands(program: Command): void {
             throw new ApiError({
               code: err.code,
               status: err.status,
-              message: `${err.message}. Add --queue to wait in line (nothing is charged while you wait)`,
+              message: `${err.message.replace(/\.$/, "")}. Add --queue to wait in line (nothing is charged while you wait)`,
               ...(err.retryAfter !== undefined ? { retryAfter: err.retryAfter } : {}),
               ...(err.requestId !== undefined ? { requestId: err.requestId } : {}),
             });
