@@ -26,9 +26,7 @@ export type Preferences = Schemas["Preferences"];
 export type PreferencesPatch = Schemas["PreferencesPatch"];
 export type Identity = Schemas["Identity"];
 export type AccountDeletion = Schemas["AccountDeletion"];
-/** Start options; `maxRttMs` and `queue` have server-side defaults (150, false), so they are optional here. */
-export type StartSessionRequest = Omit<Schemas["StartSessionRequest"], "maxRttMs" | "queue"> &
-  Partial<Pick<Schemas["StartSessionRequest"], "maxRttMs" | "queue">>;
+export type StartSessionRequest = Schemas["StartSessionRequest"];
 export type Region = Schemas["Region"];
 /** The place in line of a `queued` session. */
 export type QueuePlace = NonNullable<SessionStatus["queue"]>;
@@ -235,8 +233,7 @@ export function createClient(options: ClientOptions = {}) {
       }
       return data(
         api.POST("/api/v1/sessions/start", {
-          // The service applies maxRttMs' and queue's defaults; the generated type marks them required.
-          body: request as Schemas["StartSessionRequest"],
+          body: request,
           params: { header: { "Idempotency-Key": opts.idempotencyKey ?? newIdempotencyKey() } },
         }),
       );
