@@ -27,7 +27,6 @@ beforeAll(async () => {
     RATE_LIMIT_POLL: "10",
     REGIONS,
     SIMULATOR_BEACON_PORT: "18588",
-    QUEUE_INTERVAL_MS: "200",
   });
   sessionsPort = platform.servicePorts[0]!;
 }, 180_000);
@@ -42,11 +41,12 @@ const injectCapacityFailures = async (count: number) => {
   expect(res.ok).toBe(true);
 };
 
-const setCapacityExhausted = async (exhausted: boolean) => {
+/** Every simulated region full (or not), or only `region`. */
+const setCapacityExhausted = async (exhausted: boolean, region?: string) => {
   const res = await fetch(`http://127.0.0.1:${sessionsPort}/internal/v1/simulator/faults`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ capacityExhausted: exhausted }),
+    body: JSON.stringify({ capacityExhausted: exhausted, ...(region ? { region } : {}) }),
   });
   expect(res.ok).toBe(true);
 };
@@ -202,7 +202,7 @@ describe("regions", () => {
         queue: { position: 1, estimatedWaitSeconds: expect.any(Number), regions: ["eu-west-1", "us-east-1"] },
       });
       const places: number[] = [];
-      const freed = setTimeout(() => void setCapacityExhausted(false), 3_000);
+      const freed = setTimeout(() => void setCapacityExhausted(false, "eu-west-1"), 3_000);
       const left = await client.sessions.waitWhileQueued({
         onProgress: (s) => {
           if (s.queue) places.push(s.queue.position);
@@ -212,7 +212,9 @@ describe("regions", () => {
       expect(places.length).toBeGreaterThan(0);
       expect(places.every((p) => p === 1)).toBe(true);
       expect(["starting", "running"]).toContain(left.state);
-      expect(left.region).toBe("eu-west-1");
+      expect(await client.sessions.waitUntilReady({ timeoutMs: 30_000 })).toMatchObject({
+        region: "eu-west-1",
+      });
       await client.sessions.stop();
       await client.sessions.waitUntilStopped({ timeoutMs: 30_000 });
     } finally {

@@ -116,11 +116,12 @@ async function waitInLine(
   first: SessionStatus,
 ): Promise<SessionStatus> {
   let last = first;
-  p.onProgress(first, 0);
+  // Listening before the place is shown: a Ctrl-C at the sight of it must find the handler.
   const interrupted = new AbortController();
   const onInterrupt = () => interrupted.abort();
   process.once("SIGINT", onInterrupt);
   try {
+    p.onProgress(first, 0);
     return await ctx.client().sessions.waitWhileQueued({
       signal: interrupted.signal,
       onProgress: (s, ms) => {
