@@ -408,7 +408,7 @@ describe("regions and the queue", () => {
     try {
       const full = await runCgs(["session", "start", "--region", "eu-west-1"], env);
       expect(full.code).toBe(1);
-      expect(full.stderr).toMatch(/^CLOUD_CAPACITY: .*Add --queue to wait in line/m);
+      expect(full.stderr).toMatch(/^CLOUD_CAPACITY: .*(add|Add) --queue to wait in line/m);
 
       const first = spawnCgs(["session", "start", "--queue", "--wait"], env);
       const firstErr = { text: "" };
@@ -429,6 +429,7 @@ describe("regions and the queue", () => {
       expect(status.stdout).toMatch(
         /^State: queued\nIn line: 1st in line · .* \(for us-east-1; nothing is charged/,
       );
+      expect(status.stdout).not.toContain("Started:");
       expect((await runCgs(["session", "stop"], env)).stdout).toBe("Session stopped.\n");
 
       const second = spawnCgs(
@@ -629,6 +630,7 @@ describe("exit codes and base URL", () => {
       "whoami",
       "token",
       "session",
+      "regions",
       "credits",
       "storage",
       "settings",

@@ -48,9 +48,10 @@ export function describeStatus(s: SessionStatus): string {
   if (s.region) lines.push(`Region: ${s.region}`);
   if (s.privateNetIp) lines.push(`Private IP: ${s.privateNetIp}`);
   if (s.publicIp) lines.push(`Public IP: ${s.publicIp}`);
-  if (s.startedAt) lines.push(`Started: ${s.startedAt}`);
+  // In line, nothing has started yet and the place above says what the message would.
+  if (s.startedAt && !s.queue) lines.push(`Started: ${s.startedAt}`);
   if (s.stopReason) lines.push(`Stop reason: ${s.stopReason}`);
-  if (s.message && !s.warning) lines.push(`Note: ${s.message}`);
+  if (s.message && !s.warning && !s.queue) lines.push(`Note: ${s.message}`);
   return lines.join("\n");
 }
 
@@ -126,7 +127,8 @@ async function waitInLine(
       signal: interrupted.signal,
       onProgress: (s, ms) => {
         last = s;
-        p.onProgress(s, ms);
+        // Out of the line, the elapsed time counts from now (the start's own wait begins).
+        p.onProgress(s, s.queue ? ms : 0);
       },
     });
   } catch (err) {
@@ -193,7 +195,9 @@ export function sessionCommands(program: Command): void {
             throw new ApiError({
               code: err.code,
               status: err.status,
-              message: `${err.message.replace(/\.$/, "")}. Add --queue to wait in line (nothing is charged while you wait)`,
+              message: err.message.includes("queue: true")
+                ? err.message.replace("start with queue: true", "add --queue")
+                : `${err.message.replace(/\.$/, "")}. Add --queue to wait in line (nothing is charged while you wait)`,
               ...(err.retryAfter !== undefined ? { retryAfter: err.retryAfter } : {}),
               ...(err.requestId !== undefined ? { requestId: err.requestId } : {}),
             });
