@@ -9,6 +9,10 @@ beforeAll(async () => {
 }, 120_000);
 
 const INSTANCES = "arn:aws:ec2:eu-west-1:123456789012:instance/*";
+// Prod's fleet regions: the pools' rules hold in each of them alike.
+const EVERY_FLEET_INSTANCE = ["eu-west-1", "us-east-1", "ap-southeast-1"].map(
+  (region) => `arn:aws:ec2:${region}:123456789012:instance/*`,
+);
 const POOL_INSTANCE = {
   StringEquals: { "aws:ResourceTag/cgs-prod:managed-by": "sessions" },
   StringLike: { "aws:ResourceTag/cgs-prod:pool-id": "*" },
@@ -26,7 +30,7 @@ describe("the sessions role and the capacity pools", () => {
       Sid: "ControlPoolInstances",
       Effect: "Allow",
       Action: ["ec2:StartInstances", "ec2:StopInstances", "ec2:TerminateInstances"],
-      Resource: [INSTANCES],
+      Resource: EVERY_FLEET_INSTANCE,
       Condition: POOL_INSTANCE,
     });
   });
@@ -36,7 +40,7 @@ describe("the sessions role and the capacity pools", () => {
       Sid: "ClaimPoolInstances",
       Effect: "Allow",
       Action: ["ec2:CreateTags"],
-      Resource: [INSTANCES],
+      Resource: EVERY_FLEET_INSTANCE,
       Condition: {
         ...POOL_INSTANCE,
         "ForAllValues:StringEquals": {
@@ -52,7 +56,7 @@ describe("the sessions role and the capacity pools", () => {
       Sid: "AttachVolumesToPoolInstances",
       Effect: "Allow",
       Action: ["ec2:AttachVolume"],
-      Resource: [INSTANCES],
+      Resource: EVERY_FLEET_INSTANCE,
       Condition: POOL_INSTANCE,
     });
     const volumeSide = granting("ec2:AttachVolume").filter((s) =>

@@ -88,3 +88,19 @@ export function memoryBytes(key: string, value: unknown): number {
   if (!m) fail(`${key} must be a memory quantity such as 256Mi or 1Gi (got ${shown(value)})`);
   return Number(m[1]) * MEMORY_UNITS[m[2] ?? ""]!;
 }
+
+/** The first and last address of an IPv4 CIDR (already checked by ipv4Cidr), as unsigned integers. */
+function cidrBounds(cidr: string): [number, number] {
+  const [address, bits] = cidr.split("/") as [string, string];
+  const start = address.split(".").reduce((n, octet) => n * 256 + Number(octet), 0);
+  const size = 2 ** (32 - Number(bits));
+  const first = start - (start % size);
+  return [first, first + size - 1];
+}
+
+/** Whether two IPv4 CIDRs share any address. */
+export function cidrsOverlap(a: string, b: string): boolean {
+  const [aFirst, aLast] = cidrBounds(a);
+  const [bFirst, bLast] = cidrBounds(b);
+  return aFirst <= bLast && bFirst <= aLast;
+}

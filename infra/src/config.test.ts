@@ -225,3 +225,108 @@ describe("stack configuration: refusals that name the key", () => {
     expect(() => loadPlatformConfig()).toThrow("cgs:tailscaleApiKey");
   });
 });
+
+describe("stack configuration: fleet regions (cgs:regions)", () => {
+  const EU = { id: "eu-west-1", name: "Europe (Ireland)" };
+  const US = { id: "us-east-1", name: "US East (N. Virginia)", cidr: "10.21.0.0/16" };
+  const withRegions = (regions: unknown) => useStagingConfigWith({ "cgs:regions": regions });
+
+  it("when staging's regions load, then they keep their order, the home region is marked and zones are filled in", () => {
+    withRegions([US, EU]);
+    expect(loadPlatformConfig().regions).toEqual([
+      {
+        id: "us-east-1",
+        name: "US East (N. Virginia)",
+        home: false,
+        cidr: "10.21.0.0/16",
+        availabilityZone: "us-east-1a",
+      },
+      { id: "eu-west-1", name: "Europe (Ireland)", home: true, availabilityZone: "eu-west-1a" },
+    ]);
+  });
+
+  it("when the home region is not listed, then it is implied first, named by its id, in the cluster's VPC", () => {
+    withRegions([US]);
+    expect(loadPlatformConfig().regions.map((r) => [r.id, r.name, r.home])).toEqual([
+      ["eu-west-1", "eu-west-1", true],
+      ["us-east-1", "US East (N. Virginia)", false],
+    ]);
+  });
+
+  it.each([
+    ["no region at all", [], /cgs:regions must be a non-empty list of regions/],
+    [
+      "a region listed twice",
+      [EU, US, { ...US, cidr: "10.22.0.0/16" }],
+      /cgs:regions ids lists "us-east-1" twice/,
+    ],
+    [
+      "an id that is no region",
+      [EU, { ...US, id: "virginia" }],
+      /cgs:regions\[1\]\.id must be an AWS region/,
+    ],
+    [
+      "a region without a name",
+      [EU, { ...US, name: "" }],
+      /cgs:regions\[1\]\.name must be a name of 1 to 60/,
+    ],
+    [
+      "another region without a cidr",
+      [EU, { id: "us-east-1", name: "US" }],
+      /cgs:regions\[1\]\.cidr must be an IPv4 CIDR/,
+    ],
+    [
+      "a fleet VPC too large",
+      [EU, { ...US, cidr: "10.0.0.0/8" }],
+      /cgs:regions\[1\]\.cidr must be an IPv4 CIDR from \/16 to \/24/,
+    ],
+    [
+      "a fleet VPC overlapping the cluster's",
+      [EU, { ...US, cidr: "10.20.128.0/20" }],
+      /cgs:regions: us-east-1's cidr 10.20.128.0\/20 overlaps cgs:vpcCidr 10.20.0.0\/16/,
+    ],
+    [
+      "two fleet VPCs overlapping",
+      [EU, US, { id: "ap-southeast-1", name: "Singapore", cidr: "10.21.64.0/18" }],
+      /cgs:regions: ap-southeast-1's cidr 10.21.64.0\/18 overlaps cgs:regions us-east-1 10.21.0.0\/16/,
+    ],
+    [
+      "a fleet VPC inside the private network's range",
+      [EU, { ...US, cidr: "100.80.0.0/16" }],
+      /overlaps cgs:streaming.privateNetworkCidrs 100.64.0.0\/10/,
+    ],
+    [
+      "a cidr on the home region",
+      [{ ...EU, cidr: "10.40.0.0/16" }, US],
+      /cgs:regions\[0\]\.cidr: the home region eu-west-1 runs its fleet in cgs:vpcCidr/,
+    ],
+    [
+      "a zone of another region",
+      [EU, { ...US, availabilityZone: "eu-west-1a" }],
+      /cgs:regions\[1\]\.availabilityZone: "eu-west-1a" is not a zone of us-east-1/,
+    ],
+    [
+      "a home zone the cluster's VPC does not span",
+      [{ ...EU, availabilityZone: "eu-west-1c" }, US],
+      /cgs:regions\[0\]\.availabilityZone: the home fleet's zone must be one of cgs:availabilityZones/,
+    ],
+    [
+      "an AMI for another region while the stack builds the image",
+      [EU, { ...US, amiId: "ami-0123456789abcdef0" }],
+      /cgs:regions\[1\]\.amiId is only used with cgs:streaming.amiId/,
+    ],
+  ])("when cgs:regions has %s, then loading refuses it", (_what, regions, message) => {
+    withRegions(regions);
+    expect(() => loadPlatformConfig()).toThrow(message);
+  });
+
+  it("when streaming.amiId overrides the image and another region names no copy of it, then loading asks for that region's amiId", () => {
+    useStagingConfigWith({
+      ...changed<{ amiId?: string }>("streaming", (s) => (s.amiId = "ami-0feedfacefeedface")),
+      "cgs:regions": [EU, US],
+    });
+    expect(() => loadPlatformConfig()).toThrow(
+      /cgs:regions\[1\]\.amiId must be this region's copy of cgs:streaming.amiId/,
+    );
+  });
+});

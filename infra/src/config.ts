@@ -1,5 +1,15 @@
 import * as pulumi from "@pulumi/pulumi";
-import { cpuCores, fail, HOST_NAME, integerIn, matching, memoryBytes, unique } from "./config-checks";
+import {
+  cidrsOverlap,
+  cpuCores,
+  fail,
+  HOST_NAME,
+  integerIn,
+  ipv4Cidr,
+  matching,
+  memoryBytes,
+  unique,
+} from "./config-checks";
 import { DEPLOYABLES, type DeployableName } from "./service-catalog";
 import { GPU_FAMILIES, gpuFamilyOf } from "./streaming-image-versions";
 
@@ -121,6 +131,37 @@ export type PrivateNetworkConfig =
       host: string;
     };
 
+/**
+ * A region with a streaming fleet, as the stack file lists it (`cgs:regions`, in the order a start without
+ * measurements tries them). The home region (`aws:region`: cluster, database, queues) runs its fleet in the
+ * cluster's VPC and takes no `cidr`; every other region gets a VPC of `cidr`, peered with the cluster's.
+ */
+export interface RegionEntry {
+  /** An AWS region id (us-east-1); also the region id players and the API see. */
+  id: string;
+  /** What players read ("US East (N. Virginia)"). */
+  name: string;
+  /** The fleet VPC's range (another region's only); overlaps neither the cluster's VPC nor another fleet's. */
+  cidr?: string;
+  /** Zone of the fleet's subnet, account volumes and instances; default the home's first zone, elsewhere <id>a. */
+  availabilityZone?: string;
+  /**
+   * With `cgs:streaming.amiId` (an AMI of the home region), the same image's copy in this region: AMI ids are
+   * regional. Without the override, Image Builder copies the built image to every region itself.
+   */
+  amiId?: string;
+}
+
+/** A fleet region after loading: zone filled in, `home` marking the cluster's region. */
+export interface FleetRegionConfig {
+  id: string;
+  name: string;
+  home: boolean;
+  cidr?: string;
+  availabilityZone: string;
+  amiId?: string;
+}
+
 export interface PlatformConfig {
   environment: string;
   region: string;
@@ -135,6 +176,8 @@ export interface PlatformConfig {
   queues: QueueConfig;
   workloads: WorkloadConfig;
   streaming: StreamingConfig;
+  /** Every streaming fleet's region, the home region among them, in the configured order. */
+  regions: FleetRegionConfig[];
   capacityPools: CapacityPoolsConfig;
   privateNetwork: PrivateNetworkConfig;
   imageTag: string;
@@ -173,6 +216,7 @@ export const REQUIRED_CONFIG_KEYS = [
   "queues",
   "workloads",
   "streaming",
+  "regions",
   "capacityPools",
   "privateNetwork",
   "imageTag",
@@ -256,6 +300,79 @@ function validateCapacityPools(given: CapacityPoolsConfig): void {
   integerIn(`${key}.stoppedHourCost`, pools.stoppedHourCost, 0);
 }
 
+const REGION_ID = /^[a-z]{2}(-[a-z]+)+-\d$/;
+
+/**
+ * `cgs:regions` checked and completed: unique region ids, names, zones of their own region, and fleet VPC ranges
+ * that overlap neither each other, the cluster's VPC (their peering routes would be ambiguous) nor the private
+ * network. The home region (`aws:region`) is placed first when the list leaves it out.
+ */
+export function loadRegions(
+  given: unknown,
+  c: Pick<PlatformConfig, "region" | "vpcCidr" | "availabilityZones" | "streaming">,
+): FleetRegionConfig[] {
+  const key = "cgs:regions";
+  if (!Array.isArray(given) || given.length === 0) fail(`${key} must be a non-empty list of regions`);
+  const entries = given as Partial<RegionEntry>[];
+  const listed = entries.some((r) => r?.id === c.region)
+    ? entries
+    : [{ id: c.region, name: c.region }, ...entries];
+  const regions = listed.map((r): FleetRegionConfig => {
+    const at = `${key}[${entries.indexOf(r) === -1 ? "home" : entries.indexOf(r)}]`;
+    if (typeof r !== "object" || r === null) fail(`${at} must be {id, name, cidr, availabilityZone}`);
+    const id = matching(`${at}.id`, r.id, REGION_ID, "an AWS region such as us-east-1");
+    const name = matching(`${at}.name`, r.name, /^\S(.{0,58}\S)?$/, "a name of 1 to 60 characters");
+    const home = id === c.region;
+    if (home && r.cidr !== undefined) {
+      fail(`${at}.cidr: the home region ${id} runs its fleet in cgs:vpcCidr; leave cidr out`);
+    }
+    if (home && r.amiId !== undefined) fail(`${at}.amiId: the home region's override is cgs:streaming.amiId`);
+    const cidr = home ? undefined : ipv4Cidr(`${at}.cidr`, r.cidr, 16, 24);
+    const zone = r.availabilityZone ?? (home ? c.availabilityZones[0] : `${id}a`);
+    if (typeof zone !== "string" || !new RegExp(`^${id}[a-z]$`).test(zone)) {
+      fail(`${at}.availabilityZone: ${JSON.stringify(zone)} is not a zone of ${id}`);
+    }
+    if (home && !c.availabilityZones.includes(zone as string)) {
+      fail(
+        `${at}.availabilityZone: the home fleet's zone must be one of cgs:availabilityZones (got ${zone})`,
+      );
+    }
+    if (!home && c.streaming.amiId !== undefined) {
+      matching(
+        `${at}.amiId`,
+        r.amiId,
+        /^ami-[0-9a-f]{8,17}$/,
+        `this region's copy of cgs:streaming.amiId (AMI ids are regional), an AMI id`,
+      );
+    } else if (!home && r.amiId !== undefined) {
+      fail(`${at}.amiId is only used with cgs:streaming.amiId; the built image is copied to ${id} itself`);
+    }
+    return {
+      id,
+      name,
+      home,
+      ...(cidr ? { cidr } : {}),
+      availabilityZone: zone,
+      ...(home ? {} : { amiId: r.amiId }),
+    };
+  });
+  unique(
+    `${key} ids`,
+    regions.map((r) => r.id),
+  );
+  const ranges = [
+    { what: "cgs:vpcCidr", cidr: c.vpcCidr },
+    ...c.streaming.privateNetworkCidrs.map((cidr) => ({ what: "cgs:streaming.privateNetworkCidrs", cidr })),
+  ];
+  for (const r of regions) {
+    if (!r.cidr) continue;
+    const clash = ranges.find((other) => cidrsOverlap(other.cidr, r.cidr!));
+    if (clash) fail(`${key}: ${r.id}'s cidr ${r.cidr} overlaps ${clash.what} ${clash.cidr}`);
+    ranges.push({ what: `${key} ${r.id}`, cidr: r.cidr });
+  }
+  return regions;
+}
+
 /** What no single component sees: names derived from the environment, the zones' region, the workloads' sizing. */
 function validateStackWide(c: Omit<PlatformConfig, "secrets">): void {
   // Becomes cgs-<environment>: ElastiCache ids stop at 40 characters, IAM role names at 64, ECR names are lowercase.
@@ -326,6 +443,7 @@ export function loadPlatformConfig(): PlatformConfig {
     queues: cfg.requireObject<QueueConfig>("queues"),
     workloads: cfg.requireObject<WorkloadConfig>("workloads"),
     streaming: cfg.requireObject<StreamingConfig>("streaming"),
+    regions: [],
     capacityPools: cfg.requireObject<CapacityPoolsConfig>("capacityPools"),
     privateNetwork: cfg.requireObject<PrivateNetworkConfig>("privateNetwork"),
     imageTag: cfg.require("imageTag"),
@@ -339,6 +457,8 @@ export function loadPlatformConfig(): PlatformConfig {
     extraEnv: cfg.requireObject<PlatformConfig["extraEnv"]>("extraEnv"),
   };
   validate(plain);
+  // After validate: the zones, region and private network the regions are checked against are known good.
+  plain.regions = loadRegions(cfg.requireObject<unknown>("regions"), plain);
   return {
     ...plain,
     secrets: {

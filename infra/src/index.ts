@@ -5,7 +5,9 @@ import { AppSecrets } from "./components/app-secrets";
 import { Cluster } from "./components/cluster";
 import { ClusterAddons } from "./components/cluster-addons";
 import { Database } from "./components/database";
+import { FleetNetwork } from "./components/fleet-network";
 import { ImageRegistry } from "./components/image-registry";
+import { LatencyBeacons } from "./components/latency-beacon";
 import { Network } from "./components/network";
 import { PlatformAlarms } from "./components/platform-alarms";
 import { PlatformRelease } from "./components/platform-release";
@@ -22,6 +24,7 @@ import { loadPlatformConfig } from "./config";
 import {
   NAMESPACE,
   RELEASE_NAME,
+  type RegionEnvironment,
   buildPlatformValues,
   serviceAccountName,
   serviceEnvironment,
@@ -161,10 +164,20 @@ const appSecrets = new AppSecrets("app-secrets", {
   tags,
 });
 
-// The stack builds the streaming image unless streaming.amiId names one to use instead.
+// One streaming fleet per configured region. The home region's runs in the cluster's VPC; every other region's gets
+// a VPC of its own peered with the cluster's (FleetNetwork) and an AWS provider of that region.
+const remoteRegions = cfg.regions.filter((r) => !r.home);
+const homeRegion = cfg.regions.find((r) => r.home)!;
+const providers: Record<string, aws.Provider> = Object.fromEntries(
+  remoteRegions.map((r) => [r.id, new aws.Provider(`aws-${r.id}`, { region: r.id as aws.Region })]),
+);
+
+// The stack builds the streaming image unless streaming.amiId names one to use instead; the build's distribution
+// copies the AMI to every other fleet region.
 const image = new StreamingImage("streaming-image", {
   prefix,
   region: cfg.region,
+  copyToRegions: remoteRegions.map((r) => r.id),
   instanceType: cfg.streaming.instanceType,
   vpcId: network.vpcId,
   subnetId: network.privateSubnetIds[0] as pulumi.Output<string>,
@@ -174,18 +187,93 @@ const image = new StreamingImage("streaming-image", {
   hostAgent: hostAgentArtifacts(repoRoot),
   tags,
 });
-const streamingImageId: pulumi.Input<string> = cfg.streaming.amiId ?? (image.amiId as pulumi.Output<string>);
+const imageIn = (region: (typeof cfg.regions)[number]): pulumi.Input<string> => {
+  if (cfg.streaming.amiId !== undefined) return region.home ? cfg.streaming.amiId : region.amiId!;
+  return image.amiIds!.apply((ids) => ids[region.id]!);
+};
+const streamingImageId = imageIn(homeRegion);
 
 const fleet = new StreamingFleet("streaming", {
   name: prefix,
   vpcId: network.vpcId,
-  apiClientSecurityGroupIds: [cluster.clusterSecurityGroupId],
+  apiClients: { securityGroupIds: [cluster.clusterSecurityGroupId] },
   tagPrefix,
   ...cfg.streaming,
   imageId: streamingImageId,
   hostReportsQueueArn: hostReports.arn,
   tags,
 });
+const homeSubnetId = network.publicSubnetIds[
+  cfg.availabilityZones.indexOf(homeRegion.availabilityZone)
+] as pulumi.Output<string>;
+
+const fleets = cfg.regions.map((region) => {
+  if (region.home) {
+    return {
+      region,
+      fleet,
+      subnetId: homeSubnetId,
+      subnetIds: network.publicSubnetIds,
+      amiId: streamingImageId,
+    };
+  }
+  const fleetNetwork = new FleetNetwork(`fleet-network-${region.id}`, {
+    namePrefix: prefix,
+    region: region.id,
+    cidrBlock: region.cidr!,
+    availabilityZone: region.availabilityZone,
+    cluster: {
+      vpcId: network.vpcId,
+      vpcCidr: network.vpcCidr,
+      privateRouteTableIds: network.privateRouteTableIds,
+    },
+    provider: providers[region.id]!,
+    tags,
+  });
+  const amiId = imageIn(region);
+  const regional = new StreamingFleet(
+    `streaming-${region.id}`,
+    {
+      name: prefix,
+      vpcId: fleetNetwork.vpcId,
+      // Security groups cannot be referenced across regions: the cluster's private subnets, where the pods run.
+      apiClients: { cidrBlocks: network.privateSubnetCidrs },
+      hostProfile: { arn: fleet.hostProfileArn, roleArn: fleet.hostRoleArn },
+      tagPrefix,
+      ...cfg.streaming,
+      imageId: amiId,
+      hostReportsQueueArn: hostReports.arn,
+      tags,
+    },
+    { providers: [providers[region.id]!] },
+  );
+  return {
+    region,
+    fleet: regional,
+    subnetId: fleetNetwork.subnetId,
+    subnetIds: [fleetNetwork.subnetId],
+    amiId,
+    peeringConnectionId: fleetNetwork.peeringConnectionId,
+  };
+});
+
+const beacons = new LatencyBeacons("latency-beacon", {
+  namePrefix: prefix,
+  regions: cfg.regions.map((r) => ({ id: r.id, provider: providers[r.id] })),
+  tags,
+});
+
+const regionsEnv: RegionEnvironment[] = fleets.map((f) => ({
+  id: f.region.id,
+  name: f.region.name,
+  beaconUrl: beacons.urls[f.region.id]!,
+  availabilityZone: f.region.availabilityZone,
+  ec2: {
+    launchTemplate: f.fleet.launchTemplateId,
+    subnetId: f.subnetId,
+    securityGroupIds: [f.fleet.securityGroupId],
+  },
+}));
 
 const queueArns = Object.fromEntries(Object.entries(queues).map(([n, q]) => [n, q.arn]));
 const queueUrls = Object.fromEntries(Object.entries(queues).map(([n, q]) => [n, q.url]));
@@ -200,12 +288,13 @@ const databaseSecretArns = Object.fromEntries(
   Object.entries(database.credentials).map(([n, c]) => [n, c.secretArn]),
 ) as Partial<Record<DeployableName, pulumi.Output<string>>>;
 const streaming = {
-  launchTemplateId: fleet.launchTemplateId,
-  launchTemplateArn: fleet.launchTemplateArn,
-  securityGroupId: fleet.securityGroupId,
-  securityGroupArn: fleet.securityGroupArn,
-  subnetIds: network.publicSubnetIds,
-  amiId: streamingImageId,
+  fleets: fleets.map((f) => ({
+    region: f.region.id,
+    launchTemplateArn: f.fleet.launchTemplateArn,
+    securityGroupArn: f.fleet.securityGroupArn,
+    subnetIds: f.subnetIds,
+    amiId: f.amiId,
+  })),
   hostRoleArn: fleet.hostRoleArn,
   tagPrefix,
 };
@@ -322,10 +411,11 @@ const platform = new PlatformRelease("platform", {
           imageTag: cfg.imageTag,
           trustedProxyCidrs: network.publicSubnetCidrs,
           gatewayReplicas: cfg.workloads.replicas.gateway,
+          regions: regionsEnv,
           streaming: {
             launchTemplateId: fleet.launchTemplateId,
-            subnetId: network.publicSubnetIds[0] as pulumi.Output<string>,
-            availabilityZone: cfg.availabilityZones[0] as string,
+            subnetId: homeSubnetId,
+            availabilityZone: homeRegion.availabilityZone,
             tagPrefix,
             assignPort: cfg.streaming.assignPort,
           },
@@ -377,6 +467,22 @@ export const serviceRoleArns = Object.fromEntries(
   Object.entries(serviceRoles).map(([n, r]) => [n, r.roleArn]),
 );
 export const streamingLaunchTemplateId = fleet.launchTemplateId;
+/** Every fleet region as built: what the sessions service's REGIONS is made of, plus the peering to the cluster. */
+export const streamingRegions = Object.fromEntries(
+  fleets.map((f) => [
+    f.region.id,
+    {
+      name: f.region.name,
+      availabilityZone: f.region.availabilityZone,
+      launchTemplateId: f.fleet.launchTemplateId,
+      subnetId: f.subnetId,
+      securityGroupId: f.fleet.securityGroupId,
+      amiId: f.amiId,
+      beaconUrl: beacons.urls[f.region.id],
+      vpcPeeringConnectionId: f.peeringConnectionId,
+    },
+  ]),
+);
 export const streamingAmiId = streamingImageId;
 export const streamingImagePipelineArn = image.pipelineArn;
 export const hostReportsQueueUrl = hostReports.url;

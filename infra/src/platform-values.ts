@@ -29,6 +29,32 @@ export function serviceQueueName(deployable: string): string {
   return name;
 }
 
+/** One entry of the sessions service's REGIONS: a fleet region as the stack built it. */
+export interface RegionEnvironment {
+  id: string;
+  name: string;
+  /** The region's latency beacon (its Lambda function URL). */
+  beaconUrl: pulumi.Input<string>;
+  availabilityZone: string;
+  ec2: {
+    launchTemplate: pulumi.Input<string>;
+    subnetId: pulumi.Input<string>;
+    securityGroupIds: pulumi.Input<string>[];
+  };
+}
+
+/** REGIONS of the sessions service: every fleet region in the configured order, as one JSON array. */
+export function regionsEnvironment(regions: RegionEnvironment[]): pulumi.Output<string> {
+  return pulumi.jsonStringify(pulumi.output(regions));
+}
+
+/** PORTAL_BEACON_ORIGINS of the gateway: the beacons' origins, which the portal's CSP lets the browser fetch. */
+export function beaconOrigins(regions: RegionEnvironment[]): pulumi.Output<string> {
+  return pulumi
+    .all(regions.map((r) => r.beaconUrl))
+    .apply((urls) => [...new Set(urls.map((u) => new URL(u).origin))].join(","));
+}
+
 export interface EnvironmentContext {
   /** QUEUE_NAME_PREFIX: every queue of the environment is <prefix>cgs-<service>. */
   queuePrefix: string;
@@ -49,6 +75,8 @@ export interface EnvironmentContext {
     /** A pool instance's assignment endpoint (HOST_ASSIGN_PORT). */
     assignPort: number;
   };
+  /** Every fleet region (the home region's first fleet among them), in the configured order. */
+  regions: RegionEnvironment[];
   capacityPools: CapacityPoolsConfig;
   privateNetwork: PrivateNetworkConfig;
   keycloakAdminClientId: string;
@@ -75,6 +103,7 @@ export function serviceEnvironment(
     env.APP_VERSION = ctx.imageTag;
     env.TRUST_PROXY = ctx.trustedProxyCidrs.join(",");
     env.GATEWAY_REPLICAS = String(ctx.gatewayReplicas);
+    env.PORTAL_BEACON_ORIGINS = beaconOrigins(ctx.regions);
   }
   if (d.managesStreamingInstances) {
     Object.assign(env, {
@@ -83,6 +112,7 @@ export function serviceEnvironment(
       CLOUD_AVAILABILITY_ZONE: ctx.streaming.availabilityZone,
       EC2_LAUNCH_TEMPLATE: ctx.streaming.launchTemplateId,
       EC2_SUBNET_ID: ctx.streaming.subnetId,
+      REGIONS: regionsEnvironment(ctx.regions),
       STREAMING_HOST: "sunshine",
       ...privateNetworkEnvironment(ctx.privateNetwork),
       // The service finds the queue as QUEUE_NAME_PREFIX + this name, like its own inbound queue.

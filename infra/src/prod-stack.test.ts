@@ -2,6 +2,7 @@ import { DEPLOYABLES } from "./service-catalog";
 import { runStack, ofType, type StackRun } from "./testing/stack-harness";
 import { describeStackInvariants, platformValues } from "./testing/stack-invariants";
 import { describeStackOutputs } from "./testing/stack-outputs";
+import { describeFleetRegions } from "./testing/stack-regions";
 
 let run: StackRun;
 beforeAll(async () => {
@@ -10,6 +11,7 @@ beforeAll(async () => {
 
 describeStackInvariants("prod", () => run);
 describeStackOutputs("prod", () => run);
+describeFleetRegions("prod", () => run);
 
 describe("stack prod: production guarantees", () => {
   it("when prod runs, then the database is Multi-AZ, encrypted, backed up and protected from deletion", () => {

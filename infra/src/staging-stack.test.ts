@@ -7,6 +7,7 @@ import {
   renderChartWithProgramValues,
 } from "./testing/stack-invariants";
 import { describeStackOutputs } from "./testing/stack-outputs";
+import { describeFleetRegions } from "./testing/stack-regions";
 
 let run: StackRun;
 beforeAll(async () => {
@@ -15,6 +16,7 @@ beforeAll(async () => {
 
 describeStackInvariants("staging", () => run);
 describeStackOutputs("staging", () => run);
+describeFleetRegions("staging", () => run);
 
 describe("stack staging: sized small through its config", () => {
   it("when staging runs, then it shares one NAT gateway and a single-AZ database", () => {

@@ -3,7 +3,14 @@ import * as path from "node:path";
 import { COMPONENT_FILES } from "./components/streaming-image";
 import { STREAMING_IMAGE_DIR, contentVersion } from "./streaming-image-sources";
 import { GPU_FAMILIES, STREAMING_IMAGE_PINS } from "./streaming-image-versions";
-import { BUILT_AMI_ID, ofType, parsePolicy, runStack, type StackRun } from "./testing/stack-harness";
+import {
+  BUILT_AMI_ID,
+  copiedAmiId,
+  ofType,
+  parsePolicy,
+  runStack,
+  type StackRun,
+} from "./testing/stack-harness";
 import { inlinePolicyOf, platformValues } from "./testing/stack-invariants";
 
 // The prod stack (g5.xlarge) through Pulumi mocks, without streaming.amiId: the stack builds its own image.
@@ -124,14 +131,17 @@ describe("the streaming image recipe", () => {
     expect(pipeline.inputs).toMatchObject({ imageRecipeArn: recipeArn, status: "ENABLED" });
     expect(pipeline.inputs.schedule).toBeUndefined();
     const distribution = one("aws:imagebuilder/distributionConfiguration:DistributionConfiguration");
-    expect(distribution.inputs.distributions).toEqual([
-      expect.objectContaining({
-        region: "eu-west-1",
-        amiDistributionConfiguration: expect.objectContaining({
-          name: "cgs-prod-streaming-{{imagebuilder:buildDate}}",
+    // One build, copied to every fleet region by the distribution: the home region first.
+    expect(distribution.inputs.distributions).toEqual(
+      ["eu-west-1", "us-east-1", "ap-southeast-1"].map((region) =>
+        expect.objectContaining({
+          region,
+          amiDistributionConfiguration: expect.objectContaining({
+            name: "cgs-prod-streaming-{{imagebuilder:buildDate}}",
+          }),
         }),
-      }),
-    ]);
+      ),
+    );
     expect(distribution.inputs.distributions).not.toContainEqual(
       expect.objectContaining({ launchTemplateConfigurations: expect.anything() }),
     );
@@ -140,7 +150,13 @@ describe("the streaming image recipe", () => {
 
 describe("the launch template and the built image", () => {
   it("when no amiId overrides it, then the launch template starts the built AMI, IMDSv2 only, and a new image becomes its default version", () => {
-    const template = one("aws:ec2/launchTemplate:LaunchTemplate");
+    const templates = ofType(run, "aws:ec2/launchTemplate:LaunchTemplate");
+    expect(templates.map((t) => [t.region, t.inputs.imageId]).sort()).toEqual([
+      ["ap-southeast-1", copiedAmiId("ap-southeast-1")],
+      ["eu-west-1", BUILT_AMI_ID],
+      ["us-east-1", copiedAmiId("us-east-1")],
+    ]);
+    const template = templates.find((t) => t.name === "streaming")!;
     expect(template.inputs).toMatchObject({
       imageId: BUILT_AMI_ID,
       updateDefaultVersion: true,
@@ -153,7 +169,11 @@ describe("the launch template and the built image", () => {
   it("when sessions launches instances, then it may start only the built AMI and pass only the streaming host role to EC2", () => {
     const statements = inlinePolicyOf(run, "cgs-prod-sessions").flatMap((p) => p.Statement);
     const launch = statements.find((s) => s.Sid === "LaunchFromTheStreamingTemplateOnly");
-    expect([launch?.Resource].flat()).toContain(`arn:aws:ec2:eu-west-1::image/${BUILT_AMI_ID}`);
+    expect([launch!.Resource].flat().filter((r) => r.includes(":image/"))).toEqual([
+      `arn:aws:ec2:eu-west-1::image/${BUILT_AMI_ID}`,
+      `arn:aws:ec2:us-east-1::image/${copiedAmiId("us-east-1")}`,
+      `arn:aws:ec2:ap-southeast-1::image/${copiedAmiId("ap-southeast-1")}`,
+    ]);
     const passRole = statements.filter((s) => s.Action.includes("iam:PassRole"));
     expect(passRole).toEqual([
       {

@@ -11,11 +11,8 @@ export interface WorkloadPolicyContext {
   /** The queue streaming hosts' agents send their reports to; the sessions service consumes it. */
   hostReportsQueueArn: pulumi.Input<string>;
   streaming: {
-    launchTemplateArn: pulumi.Input<string>;
-    securityGroupArn: pulumi.Input<string>;
-    subnetIds: pulumi.Input<string>[];
-    /** The image the launch template starts: the one the stack built, or `streaming.amiId`. */
-    amiId: pulumi.Input<string>;
+    /** One streaming fleet per region (the home region's among them); the role acts in these regions only. */
+    fleets: StreamingFleetArns[];
     /** The streaming instances' role (their instance profile); launching them passes it to EC2. */
     hostRoleArn: pulumi.Input<string>;
     /** CLOUD_TAG_PREFIX: sessions tags what it creates <prefix>:session-id / <prefix>:account-id. */
@@ -23,10 +20,24 @@ export interface WorkloadPolicyContext {
   };
 }
 
+/** What the sessions role may launch in one fleet region. */
+export interface StreamingFleetArns {
+  region: string;
+  launchTemplateArn: pulumi.Input<string>;
+  securityGroupArn: pulumi.Input<string>;
+  subnetIds: pulumi.Input<string>[];
+  /** The image the region's launch template starts: the stack's build (or its copy), or the override. */
+  amiId: pulumi.Input<string>;
+}
+
 const SECRET_READ = ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"];
 
-function ec2Arn(ctx: WorkloadPolicyContext, resource: pulumi.Input<string>): pulumi.Output<string> {
-  return pulumi.interpolate`arn:aws:ec2:${ctx.region}:${ctx.accountId}:${resource}`;
+function ec2Arn(
+  ctx: WorkloadPolicyContext,
+  region: string,
+  resource: pulumi.Input<string>,
+): pulumi.Output<string> {
+  return pulumi.interpolate`arn:aws:ec2:${region}:${ctx.accountId}:${resource}`;
 }
 
 /**
@@ -36,6 +47,9 @@ function ec2Arn(ctx: WorkloadPolicyContext, resource: pulumi.Input<string>): pul
  */
 function streamingStatements(ctx: WorkloadPolicyContext): PolicyStatementArgs[] {
   const s = ctx.streaming;
+  // Instances and volumes of every fleet region; the conditions (tags) are the same in each.
+  const inEveryRegion = (...resources: string[]) =>
+    s.fleets.flatMap((f) => resources.map((r) => ec2Arn(ctx, f.region, r)));
   const requestTagged = { "ForAnyValue:StringLike": { "aws:TagKeys": [`${s.tagPrefix}:*`] } };
   const resourceTagged = { StringLike: { [`aws:ResourceTag/${s.tagPrefix}:account-id`]: "*" } };
   const managedBy = `${s.tagPrefix}:managed-by`;
@@ -50,20 +64,20 @@ function streamingStatements(ctx: WorkloadPolicyContext): PolicyStatementArgs[] 
       Sid: "LaunchTaggedInstances",
       Effect: "Allow",
       Action: ["ec2:RunInstances"],
-      Resource: [ec2Arn(ctx, "instance/*"), ec2Arn(ctx, "volume/*")],
+      Resource: inEveryRegion("instance/*", "volume/*"),
       Condition: requestTagged,
     },
     {
       Sid: "LaunchFromTheStreamingTemplateOnly",
       Effect: "Allow",
       Action: ["ec2:RunInstances"],
-      Resource: [
-        s.launchTemplateArn,
-        s.securityGroupArn,
-        pulumi.interpolate`arn:aws:ec2:${ctx.region}::image/${s.amiId}`,
-        ec2Arn(ctx, "network-interface/*"),
-        ...s.subnetIds.map((id) => ec2Arn(ctx, pulumi.interpolate`subnet/${id}`)),
-      ],
+      Resource: s.fleets.flatMap((f) => [
+        f.launchTemplateArn,
+        f.securityGroupArn,
+        pulumi.interpolate`arn:aws:ec2:${f.region}::image/${f.amiId}`,
+        ec2Arn(ctx, f.region, "network-interface/*"),
+        ...f.subnetIds.map((id) => ec2Arn(ctx, f.region, pulumi.interpolate`subnet/${id}`)),
+      ]),
     },
     {
       Sid: "PassTheStreamingHostRoleToEc2",
@@ -76,21 +90,21 @@ function streamingStatements(ctx: WorkloadPolicyContext): PolicyStatementArgs[] 
       Sid: "TagOnlyWhileCreating",
       Effect: "Allow",
       Action: ["ec2:CreateTags"],
-      Resource: [ec2Arn(ctx, "instance/*"), ec2Arn(ctx, "volume/*")],
+      Resource: inEveryRegion("instance/*", "volume/*"),
       Condition: { StringEquals: { "ec2:CreateAction": ["RunInstances", "CreateVolume"] } },
     },
     {
       Sid: "ControlOwnInstances",
       Effect: "Allow",
       Action: ["ec2:StartInstances", "ec2:StopInstances", "ec2:RebootInstances", "ec2:TerminateInstances"],
-      Resource: [ec2Arn(ctx, "instance/*")],
+      Resource: inEveryRegion("instance/*"),
       Condition: resourceTagged,
     },
     {
       Sid: "ControlPoolInstances",
       Effect: "Allow",
       Action: ["ec2:StartInstances", "ec2:StopInstances", "ec2:TerminateInstances"],
-      Resource: [ec2Arn(ctx, "instance/*")],
+      Resource: inEveryRegion("instance/*"),
       Condition: poolInstance,
     },
     {
@@ -99,7 +113,7 @@ function streamingStatements(ctx: WorkloadPolicyContext): PolicyStatementArgs[] 
       Sid: "ClaimPoolInstances",
       Effect: "Allow",
       Action: ["ec2:CreateTags"],
-      Resource: [ec2Arn(ctx, "instance/*")],
+      Resource: inEveryRegion("instance/*"),
       Condition: {
         ...poolInstance,
         "ForAllValues:StringEquals": {
@@ -114,21 +128,21 @@ function streamingStatements(ctx: WorkloadPolicyContext): PolicyStatementArgs[] 
       Sid: "AttachVolumesToPoolInstances",
       Effect: "Allow",
       Action: ["ec2:AttachVolume"],
-      Resource: [ec2Arn(ctx, "instance/*")],
+      Resource: inEveryRegion("instance/*"),
       Condition: poolInstance,
     },
     {
       Sid: "CreateTaggedVolumes",
       Effect: "Allow",
       Action: ["ec2:CreateVolume"],
-      Resource: [ec2Arn(ctx, "volume/*")],
+      Resource: inEveryRegion("volume/*"),
       Condition: requestTagged,
     },
     {
       Sid: "ManageOwnVolumes",
       Effect: "Allow",
       Action: ["ec2:AttachVolume", "ec2:DetachVolume", "ec2:DeleteVolume"],
-      Resource: [ec2Arn(ctx, "instance/*"), ec2Arn(ctx, "volume/*")],
+      Resource: inEveryRegion("instance/*", "volume/*"),
       Condition: resourceTagged,
     },
     {

@@ -36,6 +36,17 @@ describe("Network", () => {
       ["10.20.80.0/20", false],
     ]);
     expect(created("aws:ec2/natGateway:NatGateway", name)).toHaveLength(1);
+    // The NAT route is a resource of its own, not inline: peering routes to fleet regions join these tables.
+    const privateTables = created("aws:ec2/routeTable:RouteTable", `${name}-private`);
+    expect(privateTables.map((t) => t.inputs.routes)).toEqual([undefined, undefined]);
+    const natRoutes = created("aws:ec2/route:Route", name).map((r) => [
+      r.inputs.routeTableId,
+      r.inputs.destinationCidrBlock,
+      r.inputs.natGatewayId,
+    ]);
+    expect(natRoutes).toEqual(
+      privateTables.map((t) => [`${t.name}-id`, "0.0.0.0/0", `${name}-nat-eu-west-1a-id`]),
+    );
   });
 
   it("when NAT is per zone, then every zone has its own NAT gateway", async () => {

@@ -37,6 +37,8 @@ export class Network extends pulumi.ComponentResource {
   readonly privateSubnetIds: pulumi.Output<string>[];
   readonly publicSubnetCidrs: string[];
   readonly privateSubnetCidrs: string[];
+  /** The private subnets' route tables (where the nodes and pods are), one per zone. */
+  readonly privateRouteTableIds: pulumi.Output<string>[];
 
   constructor(name: string, args: NetworkArgs, opts?: pulumi.ComponentResourceOptions) {
     super("cgs:infra:Network", name, {}, opts);
@@ -96,17 +98,22 @@ export class Network extends pulumi.ComponentResource {
       );
     });
 
+    const privateRouteTables: aws.ec2.RouteTable[] = [];
     const privateSubnets = args.availabilityZones.map((az, i) => {
       const nat = natGateways[args.natGatewayPerAz ? i : 0] as aws.ec2.NatGateway;
+      // Routes as their own resources, not inline: the peering to each fleet region adds routes to these tables,
+      // and a table with inline routes would remove them on its next update.
       const routes = new aws.ec2.RouteTable(
         `${name}-private-${az}`,
-        {
-          vpcId: vpc.id,
-          routes: [{ cidrBlock: "0.0.0.0/0", natGatewayId: nat.id }],
-          tags: tag(`private-${az}`),
-        },
+        { vpcId: vpc.id, tags: tag(`private-${az}`) },
         parent,
       );
+      new aws.ec2.Route(
+        `${name}-private-${az}-nat`,
+        { routeTableId: routes.id, destinationCidrBlock: "0.0.0.0/0", natGatewayId: nat.id },
+        parent,
+      );
+      privateRouteTables.push(routes);
       const subnet = new aws.ec2.Subnet(
         `${name}-private-${az}`,
         {
@@ -133,6 +140,7 @@ export class Network extends pulumi.ComponentResource {
     this.vpcCidr = args.cidrBlock;
     this.publicSubnetIds = publicSubnets.map((s) => s.id);
     this.privateSubnetIds = privateSubnets.map((s) => s.id);
+    this.privateRouteTableIds = privateRouteTables.map((t) => t.id);
     this.publicSubnetCidrs = cidrs.public;
     this.privateSubnetCidrs = cidrs.private;
     this.registerOutputs({

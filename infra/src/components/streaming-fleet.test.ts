@@ -1,7 +1,7 @@
 import type { StreamingConfig } from "../config";
 import { mockResources, settled, stagingValue } from "../testing/component-harness";
 import type { RecordedResource } from "../testing/stack-harness";
-import { StreamingFleet } from "./streaming-fleet";
+import { StreamingFleet, type StreamingFleetArgs } from "./streaming-fleet";
 
 let resources: RecordedResource[];
 beforeAll(async () => {
@@ -9,14 +9,17 @@ beforeAll(async () => {
 });
 
 let built = 0;
-function fleet(change: (c: StreamingConfig) => void = () => {}) {
+function fleet(
+  change: (c: StreamingConfig) => void = () => {},
+  apiClients: StreamingFleetArgs["apiClients"] = { securityGroupIds: ["sg-cluster"] },
+) {
   const config = stagingValue<StreamingConfig>("streaming");
   change(config);
   return new StreamingFleet(`streaming-${++built}`, {
     ...config,
     name: "cgs-test",
     vpcId: "vpc-1",
-    apiClientSecurityGroupIds: ["sg-cluster"],
+    apiClients,
     tagPrefix: "cgs-test",
     imageId: config.amiId ?? "ami-0123456789abcdef0",
     hostReportsQueueArn: "arn:aws:sqs:eu-west-1:123456789012:staging-cgs-host-reports",
@@ -118,4 +121,31 @@ describe("StreamingFleet", () => {
   ])("when the config has %s, then the fleet is refused", (_what, change, message) => {
     expect(() => fleet(change)).toThrow(message);
   });
+
+  it("when a fleet in another region admits the sessions service by CIDR, then the API and assignment ports open to those CIDRs and nothing else does", async () => {
+    fleet(undefined, { cidrBlocks: ["10.20.64.0/20", "10.20.80.0/20"] });
+    await settled();
+    const sg = resources.find((r) => r.name === `streaming-${built}-sg`);
+    const rules = sg?.inputs.ingress as {
+      fromPort: number;
+      cidrBlocks?: string[];
+      securityGroups?: string[];
+    }[];
+    const onPort = (port: number) => rules.filter((r) => r.fromPort === port);
+    for (const port of [47990, 47991]) {
+      expect(onPort(port)).toEqual([
+        expect.objectContaining({ cidrBlocks: ["10.20.64.0/20", "10.20.80.0/20"] }),
+      ]);
+      expect(onPort(port)[0]?.securityGroups).toBeUndefined();
+    }
+  });
+
+  it.each([["0.0.0.0/0"], ["::/0"], ["10.20.64.0"]])(
+    "when the sessions service's CIDRs are %s, then the fleet is refused",
+    (cidr) => {
+      expect(() => fleet(undefined, { cidrBlocks: [cidr] })).toThrow(
+        /the streaming host API can never be opened to|the sessions service's CIDRs must be an IPv4 CIDR/,
+      );
+    },
+  );
 });

@@ -8,8 +8,17 @@ import { streamingHostStatements } from "../workload-policies";
 export interface StreamingFleetArgs extends StreamingConfig {
   name: string;
   vpcId: pulumi.Input<string>;
-  /** Security groups of what runs the sessions service (the cluster's): the only source of the API and assignment ports. */
-  apiClientSecurityGroupIds: pulumi.Input<string>[];
+  /**
+   * What runs the sessions service, the only source of the API and assignment ports: the cluster's security groups
+   * (a fleet in the cluster's VPC) or, for a fleet in another region's VPC reached through peering, where security
+   * groups cannot be referenced, the CIDRs of the cluster's private subnets. Exactly one of the two.
+   */
+  apiClients: { securityGroupIds: pulumi.Input<string>[] } | { cidrBlocks: string[] };
+  /**
+   * The streaming host role and instance profile made by another fleet (IAM is global: one role serves every
+   * region); unset, this fleet makes them.
+   */
+  hostProfile?: { arn: pulumi.Input<string>; roleArn: pulumi.Input<string> };
   /** CLOUD_TAG_PREFIX of the sessions service; instances and volumes carry <prefix>:* tags. */
   tagPrefix: string;
   /** The AMI instances start from: the image the stack built, or `streaming.amiId` when set. */
@@ -82,6 +91,7 @@ export class StreamingFleet extends pulumi.ComponentResource {
   readonly securityGroupId: pulumi.Output<string>;
   readonly securityGroupArn: pulumi.Output<string>;
   readonly hostRoleArn: pulumi.Output<string>;
+  readonly hostProfileArn: pulumi.Output<string>;
 
   constructor(name: string, args: StreamingFleetArgs, opts?: pulumi.ComponentResourceOptions) {
     super("cgs:infra:StreamingFleet", name, {}, opts);
@@ -92,6 +102,14 @@ export class StreamingFleet extends pulumi.ComponentResource {
       );
     }
     validateStreaming(args);
+    const apiSources =
+      "securityGroupIds" in args.apiClients
+        ? { securityGroups: args.apiClients.securityGroupIds }
+        : { cidrBlocks: args.apiClients.cidrBlocks };
+    for (const cidr of apiSources.cidrBlocks ?? []) {
+      if (OPEN_TO_ALL.has(cidr)) fail(`the streaming host API can never be opened to ${cidr}`);
+      ipv4Cidr("the sessions service's CIDRs", cidr, 8, 32);
+    }
     const ownTags = { ...args.tags, [`${args.tagPrefix}:managed-by`]: "sessions" };
     const sg = new aws.ec2.SecurityGroup(
       `${name}-sg`,
@@ -117,14 +135,14 @@ export class StreamingFleet extends pulumi.ComponentResource {
             protocol: "tcp",
             fromPort: args.apiPort,
             toPort: args.apiPort,
-            securityGroups: args.apiClientSecurityGroupIds,
+            ...apiSources,
             description: "streaming host API, sessions service only",
           },
           {
             protocol: "tcp",
             fromPort: args.assignPort,
             toPort: args.assignPort,
-            securityGroups: args.apiClientSecurityGroupIds,
+            ...apiSources,
             description: "pool instance assignment, sessions service only",
           },
         ],
@@ -133,26 +151,7 @@ export class StreamingFleet extends pulumi.ComponentResource {
       },
       { parent: this },
     );
-    const hostRole = new aws.iam.Role(
-      `${name}-host`,
-      {
-        name: `${args.name}-streaming-host`,
-        assumeRolePolicy: servicePrincipalTrustPolicy("ec2.amazonaws.com"),
-        maxSessionDuration: 3600,
-        tags: args.tags,
-      },
-      { parent: this },
-    );
-    new aws.iam.RolePolicy(
-      `${name}-host`,
-      { role: hostRole.id, policy: policyJson(streamingHostStatements(args.hostReportsQueueArn)) },
-      { parent: this },
-    );
-    const hostProfile = new aws.iam.InstanceProfile(
-      `${name}-host`,
-      { name: `${args.name}-streaming-host`, role: hostRole.name, tags: args.tags },
-      { parent: this },
-    );
+    const hostProfile = args.hostProfile ?? this.hostRoleAndProfile(name, args);
     const template = new aws.ec2.LaunchTemplate(
       name,
       {
@@ -187,7 +186,32 @@ export class StreamingFleet extends pulumi.ComponentResource {
     this.launchTemplateArn = template.arn;
     this.securityGroupId = sg.id;
     this.securityGroupArn = sg.arn;
-    this.hostRoleArn = hostRole.arn;
+    this.hostRoleArn = pulumi.output(hostProfile.roleArn);
+    this.hostProfileArn = pulumi.output(hostProfile.arn);
     this.registerOutputs({ launchTemplateId: this.launchTemplateId, securityGroupId: this.securityGroupId });
+  }
+
+  private hostRoleAndProfile(name: string, args: StreamingFleetArgs) {
+    const hostRole = new aws.iam.Role(
+      `${name}-host`,
+      {
+        name: `${args.name}-streaming-host`,
+        assumeRolePolicy: servicePrincipalTrustPolicy("ec2.amazonaws.com"),
+        maxSessionDuration: 3600,
+        tags: args.tags,
+      },
+      { parent: this },
+    );
+    new aws.iam.RolePolicy(
+      `${name}-host`,
+      { role: hostRole.id, policy: policyJson(streamingHostStatements(args.hostReportsQueueArn)) },
+      { parent: this },
+    );
+    const profile = new aws.iam.InstanceProfile(
+      `${name}-host`,
+      { name: `${args.name}-streaming-host`, role: hostRole.name, tags: args.tags },
+      { parent: this },
+    );
+    return { arn: profile.arn, roleArn: hostRole.arn };
   }
 }

@@ -11,6 +11,11 @@ export interface StreamingImageArgs {
   /** Name prefix of every resource (cgs-<environment>). */
   prefix: string;
   region: string;
+  /**
+   * The other regions with a streaming fleet: the distribution copies each built AMI to them, so one build serves
+   * every region and all run the same image.
+   */
+  copyToRegions?: string[];
   /** The fleet's instance type: the build runs on the same GPU family, so the driver is built and tested on it. */
   instanceType: string;
   vpcId: pulumi.Input<string>;
@@ -44,8 +49,10 @@ const ROOT_VOLUME_GIB = 30;
  * revision changes, and its AMI id feeds the launch template; the pipeline rebuilds the same recipe on demand.
  */
 export class StreamingImage extends pulumi.ComponentResource {
-  /** The AMI the build produced; undefined when `build` is false. */
+  /** The AMI the build produced, in the home region; undefined when `build` is false. */
   readonly amiId?: pulumi.Output<string>;
+  /** The built AMI's id in every region it was distributed to (home and copies); undefined when `build` is false. */
+  readonly amiIds?: pulumi.Output<Record<string, string>>;
   readonly recipeArn: pulumi.Output<string>;
   readonly pipelineArn: pulumi.Output<string>;
   readonly inputsBucket: pulumi.Output<string>;
@@ -254,22 +261,20 @@ export class StreamingImage extends pulumi.ComponentResource {
       name,
       {
         name: `${args.prefix}-streaming`,
-        distributions: [
-          {
-            region: args.region,
-            amiDistributionConfiguration: {
-              name: `${args.prefix}-streaming-{{imagebuilder:buildDate}}`,
-              description:
-                "Cloud-gaming streaming host: Ubuntu 24.04, NVIDIA gaming driver, Sunshine, Tailscale",
-              amiTags: {
-                ...args.tags,
-                "cgs:gpu-family": gpuFamilyOf(args.instanceType),
-                "cgs:sunshine": pins.sunshine.version,
-                "cgs:tailscale": pins.tailscale.version,
-              },
+        distributions: [args.region, ...(args.copyToRegions ?? [])].map((region) => ({
+          region,
+          amiDistributionConfiguration: {
+            name: `${args.prefix}-streaming-{{imagebuilder:buildDate}}`,
+            description:
+              "Cloud-gaming streaming host: Ubuntu 24.04, NVIDIA gaming driver, Sunshine, Tailscale",
+            amiTags: {
+              ...args.tags,
+              "cgs:gpu-family": gpuFamilyOf(args.instanceType),
+              "cgs:sunshine": pins.sunshine.version,
+              "cgs:tailscale": pins.tailscale.version,
             },
           },
-        ],
+        })),
         tags: args.tags,
       },
       child,
@@ -301,11 +306,17 @@ export class StreamingImage extends pulumi.ComponentResource {
         },
         { ...child, dependsOn: uploads, customTimeouts: { create: "150m" } },
       );
-      this.amiId = image.outputResources.apply((resources) => {
-        const ami = resources[0]?.amis?.[0]?.image;
-        if (!ami) throw new Error("the image build produced no AMI");
-        return ami;
+      const regions = [args.region, ...(args.copyToRegions ?? [])];
+      this.amiIds = image.outputResources.apply((resources) => {
+        const amis = resources.flatMap((r) => r.amis ?? []);
+        const byRegion = Object.fromEntries(
+          regions.map((region) => [region, amis.find((a) => a.region === region)?.image]),
+        );
+        const missing = regions.filter((region) => !byRegion[region]);
+        if (missing.length > 0) throw new Error(`the image build produced no AMI in ${missing.join(", ")}`);
+        return byRegion as Record<string, string>;
       });
+      this.amiId = this.amiIds.apply((ids) => ids[args.region]!);
     }
     this.recipeArn = recipe.arn;
     this.pipelineArn = pipeline.arn;

@@ -1,5 +1,11 @@
 import * as pulumi from "@pulumi/pulumi";
-import { computedState, readStackConfig, TEST_SECRETS, type RecordedResource } from "./stack-harness";
+import {
+  computedState,
+  readStackConfig,
+  regionOfResource,
+  TEST_SECRETS,
+  type RecordedResource,
+} from "./stack-harness";
 
 /** Test support: builds one component alone under Pulumi mocks, from the staging stack's values. */
 
@@ -10,10 +16,11 @@ export async function mockResources(): Promise<RecordedResource[]> {
     {
       newResource(args) {
         const inputs = args.inputs as Record<string, unknown>;
-        resources.push({ type: args.type, name: args.name, inputs });
+        const region = regionOfResource(args, "eu-west-1");
+        resources.push({ type: args.type, name: args.name, inputs, region });
         return {
           id: `${args.name}-id`,
-          state: { ...inputs, ...computedState(args.type, args.name, inputs, "eu-west-1") },
+          state: { ...inputs, ...computedState(args.type, args.name, inputs, region) },
         };
       },
       call: (args) => args.inputs,

@@ -17,6 +17,8 @@ export interface RecordedResource {
   type: string;
   name: string;
   inputs: Record<string, unknown>;
+  /** The region its provider manages (the stack's unless created with another region's provider). */
+  region?: string;
 }
 
 export interface StackRun {
@@ -41,6 +43,32 @@ export function readStackConfig(stack: string): Record<string, unknown> {
   const doc = parse(fs.readFileSync(file, "utf8")) as { config?: Record<string, unknown> };
   if (!doc.config) throw new Error(`${file} has no config section`);
   return doc.config;
+}
+
+/** The AMI the mocked build's distribution "copies" to another region (AMI ids are regional). */
+export function copiedAmiId(region: string): string {
+  return `ami-0c${Buffer.from(region).toString("hex").slice(0, 15)}`;
+}
+
+/** Regions of each mocked distribution configuration by its ARN, for the Image that names it. */
+const distributionRegions = new Map<string, string[]>();
+
+/** Region of each mocked AWS provider by the id the mock gave it; resources created with it live there. */
+const providerRegions = new Map<string, string>();
+
+/**
+ * The region a mocked resource lives in: its explicit provider's, or the stack's. Providers register through
+ * newResource like any resource, so record their region as they come.
+ */
+export function regionOfResource(
+  args: { type: string; name: string; inputs: Record<string, unknown>; provider?: string },
+  stackRegion: string,
+): string {
+  if (args.type === "pulumi:providers:aws") {
+    providerRegions.set(`${args.name}-id`, str(args.inputs.region) || stackRegion);
+  }
+  const providerId = args.provider?.split("::").pop();
+  return (providerId && providerRegions.get(providerId)) || stackRegion;
 }
 
 function str(v: unknown): string {
@@ -96,8 +124,21 @@ export function computedState(type: string, name: string, inputs: Record<string,
       return { arn: arn("imagebuilder", `component/${str(inputs.name)}/${str(inputs.version)}/1`) };
     case "aws:imagebuilder/imageRecipe:ImageRecipe":
       return { arn: arn("imagebuilder", `image-recipe/${str(inputs.name)}/${str(inputs.version)}`) };
-    case "aws:imagebuilder/image:Image":
-      return { outputResources: [{ amis: [{ image: BUILT_AMI_ID, region }] }] };
+    case "aws:imagebuilder/distributionConfiguration:DistributionConfiguration": {
+      const distributionArn = arn("imagebuilder", `distribution-configuration/${str(inputs.name)}`);
+      const regions = (inputs.distributions as { region: string }[] | undefined)?.map((d) => d.region);
+      distributionRegions.set(distributionArn, regions ?? [region]);
+      return { arn: distributionArn };
+    }
+    case "aws:imagebuilder/image:Image": {
+      const regions = distributionRegions.get(str(inputs.distributionConfigurationArn)) ?? [region];
+      const amis = regions.map((r) => ({ image: r === region ? BUILT_AMI_ID : copiedAmiId(r), region: r }));
+      return { outputResources: [{ amis }] };
+    }
+    case "aws:lambda/function:Function":
+      return { arn: arn("lambda", `function:${str(inputs.name)}`) };
+    case "aws:lambda/functionUrl:FunctionUrl":
+      return { functionUrl: `https://${name}.lambda-url.${region}.on.aws/` };
     case "aws:ec2/launchTemplate:LaunchTemplate":
       return { arn: arn("ec2", `launch-template/lt-${name}`) };
     case "aws:ec2/securityGroup:SecurityGroup":
@@ -193,13 +234,14 @@ export async function runStack(stack: string, overrides: Record<string, unknown>
     {
       newResource(args) {
         const inputs = args.inputs as Record<string, unknown>;
-        resources.push({ type: args.type, name: args.name, inputs });
+        const resourceRegion = regionOfResource(args, region);
+        resources.push({ type: args.type, name: args.name, inputs, region: resourceRegion });
         return {
           id: args.id || `${args.name}-id`,
           state: {
             name: inputs.name ?? args.name,
             ...inputs,
-            ...computedState(args.type, args.name, inputs, region),
+            ...computedState(args.type, args.name, inputs, resourceRegion),
           },
         };
       },

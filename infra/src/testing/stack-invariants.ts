@@ -12,6 +12,15 @@ import { REPO_ROOT, broadGrants, ofType, parsePolicy, readStackConfig, type Stac
  * and prod provably build the same things and differ only in counts and values from config.
  */
 export const EXPECTED_RESOURCE_TYPES = [
+  "pulumi:providers:aws",
+  "cgs:infra:LatencyBeacons",
+  "cgs:infra:FleetNetwork",
+  "aws:lambda/permission:Permission",
+  "aws:lambda/functionUrl:FunctionUrl",
+  "aws:lambda/function:Function",
+  "aws:ec2/vpcPeeringConnectionAccepter:VpcPeeringConnectionAccepter",
+  "aws:ec2/vpcPeeringConnection:VpcPeeringConnection",
+  "aws:ec2/route:Route",
   "aws:acm/certificate:Certificate",
   "aws:acm/certificateValidation:CertificateValidation",
   "aws:cloudwatch/metricAlarm:MetricAlarm",

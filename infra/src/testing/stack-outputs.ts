@@ -34,6 +34,7 @@ export function describeStackOutputs(stack: string, run: () => StackRun): void {
           "streamingAmiId",
           "streamingImagePipelineArn",
           "streamingLaunchTemplateId",
+          "streamingRegions",
           "tailnetAclPolicy",
           "url",
           "vpcId",

@@ -16,7 +16,7 @@ import {
 } from "./data/billing-tables";
 import { findLedgerMismatches } from "./data/wallet-repository";
 import { closeWallet } from "./domain/account-closure";
-import { submitRecharges } from "./domain/auto-recharge";
+import { settleSilentRecharges, submitRecharges } from "./domain/auto-recharge";
 import { meterRunningSessions } from "./domain/metering";
 import { detachRetiredCards } from "./domain/saved-cards";
 import { authorizeStart } from "./domain/start-authorization";
@@ -24,15 +24,12 @@ import { billingEventHandlers } from "./events/billing-event-handlers";
 import {
   startBillingTestService,
   STRIPE_MOCK_URL,
-  TEST_WEBHOOK_SECRET,
   testClock,
   type BillingTestService,
 } from "./testing/billing-harness";
-import { creditWallet, stripeEvent } from "./testing/wallet-fixtures";
+import { creditWallet, postSignedEvent, sessionStarted, stripeEvent } from "./testing/wallet-fixtures";
 
 const contract = createContractChecker();
-const signer = new Stripe("sk_test_billing");
-const WEBHOOK = "/api/v1/billing/stripe-webhook";
 const MINUTE = 60_000;
 const RATE = 100;
 const STORAGE = 200; // the basic tier's charge for the period, taken from the first credit
@@ -126,17 +123,7 @@ describe("auto-recharge (real PostgreSQL, stripe-mock for Stripe's API, signed e
     return res;
   }
 
-  const send = (event: Stripe.Event) => {
-    const payload = JSON.stringify(event);
-    return request(svc.url)
-      .post(WEBHOOK)
-      .set("content-type", "application/json")
-      .set(
-        "stripe-signature",
-        signer.webhooks.generateTestHeaderString({ payload, secret: TEST_WEBHOOK_SECRET }),
-      )
-      .send(payload);
-  };
+  const send = (event: Stripe.Event) => postSignedEvent(svc.url, event);
   const deliver = async (event: Stripe.Event) => {
     const res = await send(event);
     expect(res.status).toBe(200);
@@ -176,15 +163,7 @@ describe("auto-recharge (real PostgreSQL, stripe-mock for Stripe's API, signed e
     const sessionId = `s-${randomUUID()}`;
     await authorizeStart(svc.deps, acct, { sessionId, ratePerMinute: RATE, currency: "USD" });
     const startedAt = clock.now();
-    await consume(
-      createEvent("session.started", acct, {
-        sessionId,
-        instanceId: "i-1",
-        ratePerMinute: RATE,
-        currency: "USD",
-        startedAt: startedAt.toISOString(),
-      }),
-    );
+    await consume(sessionStarted(acct, { sessionId, ratePerMinute: RATE, startedAt }));
     const stop = () =>
       createEvent("session.stopped", acct, {
         sessionId,
@@ -446,6 +425,34 @@ describe("auto-recharge (real PostgreSQL, stripe-mock for Stripe's API, signed e
     // Turned on again by the player: the count starts over.
     const on = await api(acct, "patch", "/api/v1/credits/auto-recharge", { enabled: true });
     expect(on.body).toMatchObject({ enabled: true, failuresInARow: 0, turnedOffReason: null });
+  });
+
+  it("when a recharge's webhook never arrives, then an hour after it was sent its payment is read at Stripe and, failed there, it is recorded as failed and the next crossing recharges again", async () => {
+    const acct = await readyAccount(1_500, { threshold: 1_000, rechargeTo: 3_000, monthlyLimit: 50_000 });
+    await play(acct);
+    await playUntilUnder(acct, 1_000);
+    await submit();
+    const [sent] = await rechargesOf(acct);
+    expect(sent).toMatchObject({ status: "open" });
+    const settle = () => settleSilentRecharges({ ...svc.deps, payments });
+
+    // Within the hour the outcome may still come: nothing is asked of Stripe.
+    clock.advance(30 * MINUTE);
+    await settle();
+    expect((await rechargesOf(acct))[0]).toMatchObject({ status: "open" });
+
+    // stripe-mock answers the read of any PaymentIntent with its fixture, status requires_payment_method: failed.
+    clock.advance(31 * MINUTE);
+    expect(await settle()).toBeGreaterThanOrEqual(1);
+    expect((await rechargesOf(acct))[0]).toMatchObject({ status: "failed" });
+    const shown = (await api(acct, "get", "/api/v1/credits/auto-recharge")).body;
+    expect(shown).toMatchObject({ enabled: true, failuresInARow: 1, lastRecharge: { status: "failed" } });
+    // A late webhook of the same failure counts nothing more; the slot is free for the next crossing.
+    await deliver(failed(sent!, acct, "Your card was declined."));
+    expect((await api(acct, "get", "/api/v1/credits/auto-recharge")).body.failuresInARow).toBe(1);
+    await creditWallet(svc.deps, acct, 1_000);
+    await playUntilUnder(acct, 1_000);
+    expect(await rechargesOf(acct)).toHaveLength(2);
   });
 
   it("when the next recharge would pass the monthly recharge limit, then none is made and the reason is shown; in the next month it recharges again", async () => {

@@ -20,7 +20,7 @@ import { createStripePaymentProvider } from "./adapters/stripe-payment-provider"
 import { createApp, type BillingContext } from "./app";
 import type { BillingConfig } from "./config";
 import { meteringLagSeconds } from "./data/metering-lag-repository";
-import { submitRecharges, type AutoRechargeDeps } from "./domain/auto-recharge";
+import { settleSilentRecharges, submitRecharges, type AutoRechargeDeps } from "./domain/auto-recharge";
 import { finishPendingRefunds } from "./domain/stripe-events";
 import { billingSettings, type BillingDeps } from "./domain/billing-deps";
 import { meterRunningSessions, releaseExpiredHolds } from "./domain/metering";
@@ -139,6 +139,8 @@ async function startBillingWorkers(
     config.AUTO_RECHARGE_INTERVAL_MS,
     async () => {
       await submitRecharges(deps);
+      // Recharges whose outcome never came by webhook: failed ones free the wallet's in-flight slot.
+      await settleSilentRecharges(deps);
       await detachRetiredCards(deps);
       // Calls to Stripe that must be finished: closed wallets' refunds whose event Stripe stopped redelivering.
       await finishPendingRefunds(deps, deps.payments);

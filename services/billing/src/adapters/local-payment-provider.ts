@@ -1,6 +1,12 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { LocalWebhookSender } from "./local-webhook-sender";
-import type { CheckoutRequest, CheckoutSession, PaymentProvider, SavedCardDetails } from "./payment-provider";
+import type {
+  CheckoutRequest,
+  CheckoutSession,
+  PaymentIntentState,
+  PaymentProvider,
+  SavedCardDetails,
+} from "./payment-provider";
 
 const digest = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 24);
 
@@ -14,6 +20,8 @@ export const LOCAL_DECLINING_CARD = "0341";
  * succeeded, or payment_failed for the declining test card.
  */
 export function createLocalPaymentProvider(baseUrl: string, webhooks: LocalWebhookSender): PaymentProvider {
+  /** The intents this process made, as Stripe would answer a read of them (a restart forgets them). */
+  const intents = new Map<string, PaymentIntentState>();
   return {
     name: "local",
     createCheckoutSession(request: CheckoutRequest): Promise<CheckoutSession> {
@@ -62,8 +70,16 @@ export function createLocalPaymentProvider(baseUrl: string, webhooks: LocalWebho
           if (attempt < 5) setTimeout(() => void send(attempt + 1), 1_000 * attempt);
         });
       setTimeout(() => void send(1), 200);
+      intents.set(paymentIntentId, {
+        status: intent.status,
+        failureMessage: intent.last_payment_error?.message ?? null,
+      });
       return Promise.resolve({ outcome: "submitted", paymentIntentId });
     },
+    readPaymentIntent: (paymentIntentId) =>
+      Promise.resolve(
+        intents.get(paymentIntentId) ?? { status: "canceled", failureMessage: "No such payment" },
+      ),
     detachCard: () => Promise.resolve(),
   };
 }

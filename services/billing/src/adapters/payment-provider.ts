@@ -68,6 +68,16 @@ export type OffSessionResult =
   | { outcome: "submitted"; paymentIntentId: string }
   | { outcome: "requires_action" | "declined"; paymentIntentId: string | undefined; message: string };
 
+/** What a player is told when their bank wants them to confirm an off-session payment. */
+export const NEEDS_ACTION_MESSAGE =
+  "Your bank asks you to confirm this payment; pay once by top-up or save the card again";
+
+/** A PaymentIntent's status in Stripe's words, and why its last attempt failed (when it did). */
+export interface PaymentIntentState {
+  status: string;
+  failureMessage: string | null;
+}
+
 /** Saved cards and the off-session payments made with them (auto-recharge). */
 export interface SavedCardPayments {
   createCustomer(request: { accountId: string; idempotencyKey: string }): Promise<string>;
@@ -75,6 +85,8 @@ export interface SavedCardPayments {
   /** The card a completed setup saved (read from the provider, outside any database transaction). */
   readSetupCard(setupIntentId: string): Promise<SavedCardDetails>;
   chargeSavedCard(request: OffSessionCharge): Promise<OffSessionResult>;
+  /** Where an off-session payment stands at the provider (a recharge whose webhook never came). */
+  readPaymentIntent(paymentIntentId: string): Promise<PaymentIntentState>;
   /** Detaches the card from its customer; one already detached counts as done. */
   detachCard(paymentMethodId: string): Promise<void>;
 }

@@ -1,17 +1,16 @@
 import type Stripe from "stripe";
 import { AppError } from "@cgs/shared";
-import type {
-  CheckoutRequest,
-  CheckoutSession,
-  OffSessionResult,
-  PaymentProvider,
-  SavedCardDetails,
+import {
+  NEEDS_ACTION_MESSAGE,
+  type CheckoutRequest,
+  type CheckoutSession,
+  type OffSessionResult,
+  type PaymentProvider,
+  type SavedCardDetails,
 } from "./payment-provider";
 
 const unavailable = (err: unknown) =>
   Object.assign(AppError.unavailable("The payment provider is unavailable, try again", 5), { cause: err });
-
-const NEEDS_ACTION = "Your bank asks you to confirm this payment; pay once by top-up or save the card again";
 
 interface StripeErrorLike {
   type?: unknown;
@@ -27,7 +26,7 @@ function offSessionRefusal(err: unknown): OffSessionResult | undefined {
   const message = typeof e.message === "string" && e.message ? e.message : "The payment was declined";
   if (e.type === "StripeCardError") {
     return e.code === "authentication_required"
-      ? { outcome: "requires_action", paymentIntentId, message: NEEDS_ACTION }
+      ? { outcome: "requires_action", paymentIntentId, message: NEEDS_ACTION_MESSAGE }
       : { outcome: "declined", paymentIntentId, message };
   }
   // 400: the card or customer is no longer usable (detached, deleted); retrying cannot help.
@@ -145,7 +144,7 @@ export function createStripePaymentProvider(stripe: Stripe): PaymentProvider {
           { idempotencyKey: request.idempotencyKey },
         );
         if (intent.status === "requires_action") {
-          return { outcome: "requires_action", paymentIntentId: intent.id, message: NEEDS_ACTION };
+          return { outcome: "requires_action", paymentIntentId: intent.id, message: NEEDS_ACTION_MESSAGE };
         }
         return { outcome: "submitted", paymentIntentId: intent.id };
       } catch (err) {
@@ -153,6 +152,10 @@ export function createStripePaymentProvider(stripe: Stripe): PaymentProvider {
         if (refusal) return refusal;
         throw err;
       }
+    },
+    async readPaymentIntent(paymentIntentId) {
+      const intent = await stripe.paymentIntents.retrieve(paymentIntentId);
+      return { status: intent.status, failureMessage: intent.last_payment_error?.message ?? null };
     },
     async detachCard(paymentMethodId) {
       try {

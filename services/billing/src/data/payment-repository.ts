@@ -424,6 +424,29 @@ export async function claimDueRecharges(
     .returning();
 }
 
+/**
+ * Recharges sent to Stripe before `sentBefore` whose outcome (a payment_intent webhook) never arrived, due for a
+ * look at their PaymentIntent; each is claimed until `recheckAt` (replicas look once).
+ */
+export async function claimSilentRecharges(
+  executor: SqlExecutor,
+  now: Date,
+  sentBefore: Date,
+  recheckAt: Date,
+  limit: number,
+): Promise<TopupRow[]> {
+  const due = sql`(select id from topups
+     where origin = 'auto_recharge' and status = 'open' and payment_intent_id is not null
+       and created_at <= ${sentBefore.toISOString()}::timestamptz
+       and (next_attempt_at is null or next_attempt_at <= ${now.toISOString()}::timestamptz)
+     order by created_at limit ${limit} for update skip locked)`;
+  return executor
+    .update(topupsTable)
+    .set({ nextAttemptAt: recheckAt })
+    .where(sql`${topupsTable.id} in ${due}`)
+    .returning();
+}
+
 /** The recharge a payment_intent event is about: by the id Stripe carries back in metadata, or its intent. */
 export async function lockRecharge(
   tx: BillingTransaction,

@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { AppError, clockTime, formatMoney } from "@cgs/shared";
-import type { SavedCardPayments } from "../adapters/payment-provider";
+import { NEEDS_ACTION_MESSAGE, type SavedCardPayments } from "../adapters/payment-provider";
 import { findActiveCard, findCard } from "../data/card-repository";
 import {
   claimDueRecharges,
+  claimSilentRecharges,
   hasRechargeInFlight,
   insertRecharge,
   latestRecharge,
@@ -210,6 +211,65 @@ export async function submitRecharges(deps: AutoRechargeDeps, limit = 50): Promi
     });
   }
   return answered;
+}
+
+/** How long after it was sent a recharge without an outcome is looked up at Stripe, and then how often. */
+export const SILENT_RECHARGE_AFTER_MS = 60 * 60_000;
+
+/**
+ * Recharges whose payment_intent webhook never arrived keep the wallet's one in-flight slot. An hour after one was
+ * sent, its PaymentIntent is read: failed at Stripe (a payment method it needs, canceled, the cardholder's action)
+ * it is recorded as that failure, which frees the slot; succeeded or still processing it is left to Stripe's
+ * webhook (redelivered for three days), since credit comes only from the signed event. Returns how many settled.
+ */
+export async function settleSilentRecharges(deps: AutoRechargeDeps, limit = 50): Promise<number> {
+  const now = deps.clock.now();
+  const silent = await claimSilentRecharges(
+    deps.db,
+    now,
+    new Date(now.getTime() - SILENT_RECHARGE_AFTER_MS),
+    new Date(now.getTime() + SILENT_RECHARGE_AFTER_MS),
+    limit,
+  );
+  let settled = 0;
+  for (const recharge of silent) {
+    let intent;
+    try {
+      intent = await deps.payments.readPaymentIntent(recharge.paymentIntentId!);
+    } catch (err) {
+      deps.logger.warn(
+        { err, rechargeId: recharge.id },
+        "could not read a silent recharge's payment; tried again later",
+      );
+      continue;
+    }
+    const failed =
+      intent.status === "requires_payment_method" || intent.status === "canceled"
+        ? ("failed" as const)
+        : intent.status === "requires_action" || intent.status === "requires_confirmation"
+          ? ("requires_action" as const)
+          : undefined;
+    if (!failed) {
+      deps.logger.warn(
+        { rechargeId: recharge.id, paymentIntentId: recharge.paymentIntentId, status: intent.status },
+        "a recharge's outcome has not arrived by webhook; left for Stripe's redelivery",
+      );
+      continue;
+    }
+    const recorded = await deps.db.transaction(async (tx) => {
+      const locked = await lockTopup(tx, recharge.id);
+      if (locked?.status !== "open") return false;
+      return recordRechargeFailure(tx, deps, locked, {
+        status: failed,
+        message:
+          failed === "requires_action"
+            ? NEEDS_ACTION_MESSAGE
+            : (intent.failureMessage ?? "The payment did not go through at the payment provider"),
+      });
+    });
+    if (recorded) settled += 1;
+  }
+  return settled;
 }
 
 // ---------- the player's settings (GET and PATCH /api/v1/credits/auto-recharge) ----------
