@@ -32,8 +32,7 @@ const users: TestUser[] = [];
 const KEYCLOAK_ISSUER = "http://127.0.0.1:8081/realms/cgs";
 const KEYCLOAK_TOKEN = `${KEYCLOAK_ISSUER}/protocol/openid-connect/token`;
 
-// Two simulated regions, the far one configured first: only a measurement puts the near one first. us-east-1 is
-// the default `region` preference, which the other tests' starts use.
+// Two simulated regions, the far one configured first: only a measurement puts the near one first.
 const REGIONS = JSON.stringify([
   { id: "us-east-1", name: "US East (N. Virginia)", simulator: { latencyMs: 120 } },
   { id: "eu-west-1", name: "Europe (Ireland)", simulator: { latencyMs: 15 } },
@@ -42,7 +41,6 @@ const REGIONS = JSON.stringify([
 beforeAll(async () => {
   platform = await launchClientPlatform(18590, {
     REGIONS,
-    SIMULATOR_BEACON_PORT: "18598",
   });
 }, 180_000);
 
@@ -376,7 +374,7 @@ describe("regions and the queue", () => {
     ]);
   });
 
-  test("when the region preference is auto, then session start measures and lands in the nearest region", async () => {
+  test("when the region preference is auto (the default), then session start measures and lands in the nearest region", async () => {
     const email = uniqueEmail("cli-auto");
     const home = await signedInHome(email);
     const env = cgsEnv(home);
@@ -427,7 +425,7 @@ describe("regions and the queue", () => {
         status = await runCgs(["session", "status"], env);
       }
       expect(status.stdout).toMatch(
-        /^State: queued\nIn line: 1st in line · .* \(for us-east-1; nothing is charged/,
+        /^State: queued\nIn line: 1st in line · .* \(for eu-west-1, us-east-1; nothing is charged/,
       );
       expect(status.stdout).not.toContain("Started:");
       expect((await runCgs(["session", "stop"], env)).stdout).toBe("Session stopped.\n");

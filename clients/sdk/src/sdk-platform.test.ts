@@ -14,8 +14,7 @@ import {
 let platform: LaunchedPlatform;
 let sessionsPort: number;
 
-// Two simulated regions, the far one configured first: only a measurement puts the near one first. us-east-1 is
-// the default `region` preference, which the other tests' starts use.
+// Two simulated regions, the far one configured first: only a measurement puts the near one first.
 const REGIONS = JSON.stringify([
   { id: "us-east-1", name: "US East (N. Virginia)", simulator: { latencyMs: 120 } },
   { id: "eu-west-1", name: "Europe (Ireland)", simulator: { latencyMs: 15 } },
@@ -26,7 +25,6 @@ beforeAll(async () => {
     RATE_LIMIT_WINDOW_MS: "4000",
     RATE_LIMIT_POLL: "10",
     REGIONS,
-    SIMULATOR_BEACON_PORT: "18588",
   });
   sessionsPort = platform.servicePorts[0]!;
 }, 180_000);
