@@ -333,7 +333,7 @@ describe("cgs commands, in text and --json", () => {
 
     const again = await runCgs(["session", "start"], env);
     expect(again.code).toBe(1);
-    expect(again.stderr).toMatch(/^SESSION_ALREADY_RUNNING: /);
+    expect(again.stderr).toMatch(/^SESSION_ALREADY_RUNNING: /m);
     const stopped = await json(["session", "stop", "--wait", "--timeout", "60"]);
     expect(["stopped", "idle"]).toContain(stopped.state);
 
