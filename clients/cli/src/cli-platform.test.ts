@@ -32,9 +32,44 @@ const users: TestUser[] = [];
 const KEYCLOAK_ISSUER = "http://127.0.0.1:8081/realms/cgs";
 const KEYCLOAK_TOKEN = `${KEYCLOAK_ISSUER}/protocol/openid-connect/token`;
 
+// Two simulated regions, the far one configured first: only a measurement puts the near one first.
+const REGIONS = JSON.stringify([
+  { id: "us-east-1", name: "US East (N. Virginia)", simulator: { latencyMs: 120 } },
+  { id: "eu-west-1", name: "Europe (Ireland)", simulator: { latencyMs: 15 } },
+]);
+
 beforeAll(async () => {
-  platform = await launchClientPlatform(18590);
+  platform = await launchClientPlatform(18590, {
+    REGIONS,
+  });
 }, 180_000);
+
+/** Every simulated region full (or not), or only `region`. */
+const setCapacityExhausted = async (exhausted: boolean, region?: string) => {
+  const res = await fetch(`http://127.0.0.1:${platform.servicePorts[0]}/internal/v1/simulator/faults`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ capacityExhausted: exhausted, ...(region ? { region } : {}) }),
+  });
+  expect(res.ok).toBe(true);
+};
+
+/** Resolves once `pattern` shows up in what the child wrote to stderr so far. */
+const stderrShows = (child: ReturnType<typeof spawnCgs>, pattern: RegExp, seen: { text: string }) =>
+  new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`stderr never showed ${pattern}:\n${seen.text}`)),
+      30_000,
+    );
+    const check = () => {
+      if (!pattern.test(seen.text)) return;
+      clearTimeout(timer);
+      child.stderr.off("data", check);
+      resolve();
+    };
+    child.stderr.on("data", check);
+    check();
+  });
 afterAll(async () => {
   for (const user of users) await user.remove();
   await platform?.cleanup();
@@ -298,7 +333,7 @@ describe("cgs commands, in text and --json", () => {
 
     const again = await runCgs(["session", "start"], env);
     expect(again.code).toBe(1);
-    expect(again.stderr).toMatch(/^SESSION_ALREADY_RUNNING: /);
+    expect(again.stderr).toMatch(/^SESSION_ALREADY_RUNNING: /m);
     const stopped = await json(["session", "stop", "--wait", "--timeout", "60"]);
     expect(["stopped", "idle"]).toContain(stopped.state);
 
@@ -312,6 +347,114 @@ describe("cgs commands, in text and --json", () => {
     expect(deleted.stderr).toContain("Type your e-mail to confirm");
     expect(deleted.stdout).toMatch(/^Account scheduled for deletion; it is purged at \d{4}-/);
     expect(await json(["account", "delete", "--yes"])).toMatchObject({ status: "pending_deletion" });
+  }, 150_000);
+});
+
+describe("regions and the queue", () => {
+  test("when two regions differ in latency, then cgs regions lists the nearer first, in text and --json", async () => {
+    const env = cgsEnv(await signedInHome(uniqueEmail("cli-regions")));
+    const table = await runCgs(["regions", "--samples", "3"], env);
+    expect(table.code).toBe(0);
+    expect(table.stderr).toContain("Measuring your round trip to each region");
+    const lines = table.stdout.split("\n");
+    expect(lines[0]).toMatch(/^REGION +NAME +RTT ms \(median\) +AVAILABLE +QUEUE$/);
+    expect(lines[1]).toMatch(/^eu-west-1 +Europe \(Ireland\) +\d+ +yes +0$/);
+    expect(lines[2]).toMatch(/^us-east-1 +US East \(N\. Virginia\) +\d+ +yes +0$/);
+    const rtt = (line: string) => Number(/ (\d+) +yes/.exec(line)![1]);
+    expect(rtt(lines[1]!)).toBeGreaterThanOrEqual(15);
+    expect(rtt(lines[1]!)).toBeLessThan(100);
+    expect(rtt(lines[2]!)).toBeGreaterThanOrEqual(120);
+    expect(table.stdout).toContain("cgs session start --region auto");
+
+    const json = await runCgs(["--json", "regions", "--samples", "2"], env);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual([
+      expect.objectContaining({ id: "eu-west-1", rttMs: expect.any(Number), samples: 2 }),
+      expect.objectContaining({ id: "us-east-1", rttMs: expect.any(Number), samples: 2 }),
+    ]);
+  });
+
+  test("when the region preference is auto (the default), then session start measures and lands in the nearest region", async () => {
+    const email = uniqueEmail("cli-auto");
+    const home = await signedInHome(email);
+    const env = cgsEnv(home);
+    await fundAccount(
+      createClient({ baseUrl: platform.base, session: credentialsOf(home).profiles.default as never }),
+    );
+    // A bound nothing meets is the service's to refuse: the flag and the measurements reached it.
+    const tooTight = await runCgs(["session", "start", "--region", "auto", "--max-rtt", "5"], env);
+    expect(tooTight.code).toBe(1);
+    expect(tooTight.stderr).toMatch(/^VALIDATION_ERROR: .*maxRttMs/m);
+
+    expect((await runCgs(["settings", "set", "region=auto"], env)).code).toBe(0);
+    const started = await runCgs(["session", "start", "--wait", "--timeout", "60"], env);
+    expect(started.code).toBe(0);
+    expect(started.stderr).toMatch(/Measured: eu-west-1 \d+ ms, us-east-1 \d+ ms/);
+    expect(started.stdout).toMatch(/^Region: eu-west-1$/m);
+    const status = await runCgs(["--json", "session", "status"], env);
+    expect(JSON.parse(status.stdout)).toMatchObject({ state: "running", region: "eu-west-1" });
+    expect((await runCgs(["session", "stop", "--wait", "--timeout", "60"], env)).code).toBe(0);
+  }, 90_000);
+
+  test("when every region is full, then --queue --wait shows the place, Ctrl-C keeps it and says how to leave, and a freed machine starts it", async () => {
+    const home = await signedInHome(uniqueEmail("cli-queue"));
+    const env = cgsEnv(home);
+    await fundAccount(
+      createClient({ baseUrl: platform.base, session: credentialsOf(home).profiles.default as never }),
+    );
+    await setCapacityExhausted(true);
+    try {
+      const full = await runCgs(["session", "start", "--region", "eu-west-1"], env);
+      expect(full.code).toBe(1);
+      expect(full.stderr).toMatch(/^CLOUD_CAPACITY: .*(add|Add) --queue to wait in line/m);
+
+      const first = spawnCgs(["session", "start", "--queue", "--wait"], env);
+      const firstErr = { text: "" };
+      first.stderr.on("data", (d) => (firstErr.text += d));
+      const firstExit = new Promise<number | null>((resolve) => first.on("close", resolve));
+      await stderrShows(first, /queued · 1st in line · (any moment now|about \d+ min)/, firstErr);
+      first.kill("SIGINT");
+      expect(await firstExit).toBe(130);
+      expect(firstErr.text).toMatch(/Still in line \(1st in line · .*\); your place is kept/);
+      expect(firstErr.text).toContain("Leave the line with `cgs session stop`");
+
+      // Each pass of the line tries a launch for its head, which poll shows as `starting` for that moment.
+      let status = await runCgs(["session", "status"], env);
+      for (let i = 0; i < 5 && status.stdout.startsWith("State: starting"); i++) {
+        await new Promise((r) => setTimeout(r, 300));
+        status = await runCgs(["session", "status"], env);
+      }
+      expect(status.stdout).toMatch(
+        /^State: queued\nIn line: 1st in line · .* \(for eu-west-1, us-east-1; nothing is charged/,
+      );
+      expect(status.stdout).not.toContain("Started:");
+      expect((await runCgs(["session", "stop"], env)).stdout).toBe("Session stopped.\n");
+
+      const second = spawnCgs(
+        ["session", "start", "--regions", "eu-west-1,us-east-1", "--queue", "--wait"],
+        env,
+      );
+      const secondOut = { text: "" };
+      const secondErr = { text: "" };
+      second.stdout.on("data", (d) => (secondOut.text += d));
+      second.stderr.on("data", (d) => (secondErr.text += d));
+      const secondExit = new Promise<number | null>((resolve) => second.on("close", resolve));
+      await stderrShows(second, /queued · 1st in line/, secondErr);
+      // A machine frees in the second region it waits for, not the first: it takes that one.
+      await setCapacityExhausted(false, "us-east-1");
+      const stuck = setTimeout(() => second.kill("SIGKILL"), 45_000);
+      expect({ code: await secondExit, stderr: secondErr.text }).toEqual({
+        code: 0,
+        stderr: expect.any(String),
+      });
+      clearTimeout(stuck);
+      expect(secondOut.text).toMatch(/^Session ready after \d+ s\.\nState: running \(ready\)/);
+      expect(secondOut.text).toMatch(/^Region: us-east-1$/m);
+      const stopped = await runCgs(["session", "stop", "--wait", "--timeout", "30"], env);
+      expect({ code: stopped.code, stderr: stopped.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+    } finally {
+      await setCapacityExhausted(false);
+    }
   }, 150_000);
 });
 
@@ -425,6 +568,23 @@ describe("exit codes and base URL", () => {
     expect(badTimeout.stderr).toContain("must be a whole number of seconds");
     const badPair = await runCgs(["settings", "set", "fps"], cgsEnv(home));
     expect(badPair.code).toBe(2);
+    for (const [args, names] of [
+      [["--region", "nowhere"], "option '--region <id|auto>' argument 'nowhere' is invalid"],
+      [["--regions", "eu-west-1,eu-west-1"], "eu-west-1 is listed twice"],
+      [
+        ["--region", "auto", "--regions", "eu-west-1"],
+        "'--region <id|auto>' cannot be used with option '--regions",
+      ],
+      [["--max-rtt", "0"], "option '--max-rtt <ms>' argument '0' is invalid"],
+      [["--region", "eu-west-1", "--max-rtt", "100"], "--max-rtt applies only with --region auto"],
+    ] as const) {
+      const bad = await runCgs(["session", "start", ...args], cgsEnv(home));
+      expect({ args, code: bad.code, named: bad.stderr.includes(names) }).toEqual({
+        args,
+        code: 2,
+        named: true,
+      });
+    }
   });
 
   test("when cgs is not signed in, then it exits 3 and says to run cgs login", async () => {
@@ -468,6 +628,7 @@ describe("exit codes and base URL", () => {
       "whoami",
       "token",
       "session",
+      "regions",
       "credits",
       "storage",
       "settings",

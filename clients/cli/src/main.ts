@@ -3,6 +3,7 @@ import { describeFailure, EXIT_OK, EXIT_USAGE } from "./cli-errors";
 import { accountCommands } from "./commands/account-commands";
 import { authCommands } from "./commands/auth-commands";
 import { deviceCommands } from "./commands/device-commands";
+import { regionCommands } from "./commands/region-commands";
 import { sessionCommands } from "./commands/session-commands";
 
 export function buildProgram(): Command {
@@ -19,10 +20,11 @@ export function buildProgram(): Command {
     .exitOverride();
   program.addHelpText(
     "after",
-    "\nExit codes: 0 success, 1 API error, 2 usage error, 3 not signed in or session expired.\nCredentials: $XDG_CONFIG_HOME/cgs/credentials.json (default ~/.config/cgs).",
+    "\nExit codes: 0 success, 1 API error, 2 usage error, 3 not signed in or session expired, 130 Ctrl-C while waiting in line (the place is kept).\nCredentials: $XDG_CONFIG_HOME/cgs/credentials.json (default ~/.config/cgs).",
   );
   authCommands(program);
   sessionCommands(program);
+  regionCommands(program);
   deviceCommands(program);
   accountCommands(program);
   for (const command of program.commands) {

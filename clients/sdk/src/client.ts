@@ -2,6 +2,7 @@ import createFetchClient from "openapi-fetch";
 import { discoverAuthorizationServer, discoverIssuer, type AuthorizationServer } from "./discovery";
 import { ApiError, SessionExpiredError } from "./errors";
 import { decodeJwt } from "./jwt";
+import { measureRegions, roundTripsById, type MeasuredRegion, type MeasureOptions } from "./region-latency";
 import { assertSecureUrl } from "./secure-url";
 import type { components, paths } from "./generated/openapi";
 import {
@@ -26,6 +27,9 @@ export type PreferencesPatch = Schemas["PreferencesPatch"];
 export type Identity = Schemas["Identity"];
 export type AccountDeletion = Schemas["AccountDeletion"];
 export type StartSessionRequest = Schemas["StartSessionRequest"];
+export type Region = Schemas["Region"];
+/** The place in line of a `queued` session. */
+export type QueuePlace = NonNullable<SessionStatus["queue"]>;
 /** An automatic stop poll is announcing (idle, maximum length, credit, a spending limit, a silent host). */
 export type SessionWarning = NonNullable<SessionStatus["warning"]>;
 export type StopReason = NonNullable<SessionStatus["stopReason"]>;
@@ -185,15 +189,55 @@ export function createClient(options: ClientOptions = {}) {
     return body;
   };
 
+  const regions = {
+    /** The regions offered, in the service's configured order. */
+    list: async () => (await data(api.GET("/api/v1/regions"))).items,
+    /**
+     * Measures every region's latency beacon (a warm-up, then `samples` round trips, one region's probes in
+     * sequence, all regions at once) and answers the median per region, nearest first, unreachable (null) last.
+     * Beacons get plain GETs without credentials: the bearer goes to the API origin only.
+     */
+    measure: async (opts: Omit<MeasureOptions, "fetch"> = {}): Promise<MeasuredRegion[]> =>
+      measureRegions(await regions.list(), { ...opts, fetch: fetchImpl }),
+  };
+
   const sessions = {
-    /** Starts the account's session. Sends an Idempotency-Key, so a retried start never starts twice. */
-    start: (body: StartSessionRequest = {}, opts: { idempotencyKey?: string } = {}) =>
-      data(
+    /**
+     * Starts the account's session. Sends an Idempotency-Key, so a retried start never starts twice. With
+     * `region: "auto"` and no `rttMs`, measures the regions first (see `regions.measure`) and sends the medians;
+     * when no beacon answers it rejects with BEACONS_UNREACHABLE and starts nothing.
+     */
+    start: async (
+      body: StartSessionRequest = {},
+      opts: {
+        idempotencyKey?: string;
+        measure?: Omit<MeasureOptions, "fetch">;
+        /** Called with the measurement a `region: "auto"` start made, before it is sent. */
+        onMeasured?: (measured: MeasuredRegion[]) => void;
+      } = {},
+    ) => {
+      let request = body;
+      if (body.region === "auto" && body.rttMs === undefined) {
+        const measured = await regions.measure(opts.measure);
+        opts.onMeasured?.(measured);
+        const rttMs = roundTripsById(measured);
+        if (Object.keys(rttMs).length === 0) {
+          throw new ApiError({
+            code: "BEACONS_UNREACHABLE",
+            status: 0,
+            message:
+              "No region's latency beacon answered, so the nearest cannot be chosen; start in a named region or try again",
+          });
+        }
+        request = { ...body, rttMs };
+      }
+      return data(
         api.POST("/api/v1/sessions/start", {
-          body,
+          body: request,
           params: { header: { "Idempotency-Key": opts.idempotencyKey ?? newIdempotencyKey() } },
         }),
-      ),
+      );
+    },
     poll: () => data(api.GET("/api/v1/sessions/poll")),
     stop: () => data(api.POST("/api/v1/sessions/stop")),
     /** A PIN for pairing the streaming client, which then stays paired under `deviceName` across sessions. */
@@ -208,6 +252,13 @@ export function createClient(options: ClientOptions = {}) {
     /** Polls until `ready` (resolves), `failed`/`stopped`/`idle` (rejects), the timeout or the signal. */
     async waitUntilReady(wait: WaitOptions = {}): Promise<SessionStatus> {
       return waitFor((s) => s.state === "running" && s.ready, ["failed", "stopped", "idle"], wait);
+    },
+    /**
+     * Polls while the session is `queued` (reporting its place through `onProgress`) and resolves with the first
+     * other status. No timeout by default: the service fails a session that waited past its maximum wait.
+     */
+    async waitWhileQueued(wait: WaitOptions = {}): Promise<SessionStatus> {
+      return waitFor((s) => s.state !== "queued", [], { timeoutMs: Number.POSITIVE_INFINITY, ...wait });
     },
     /** Polls until the session is `stopped`, `idle` or `failed`. */
     async waitUntilStopped(wait: WaitOptions = {}): Promise<SessionStatus> {
@@ -249,6 +300,7 @@ export function createClient(options: ClientOptions = {}) {
 
   return {
     baseUrl,
+    regions,
     sessions,
     credits: {
       me: () => data(api.GET("/api/v1/credits/me")),

@@ -14,7 +14,9 @@ export {
   type PairingPin,
   type Preferences,
   type PreferencesPatch,
+  type QueuePlace,
   type Recharge,
+  type Region,
   type SavedCard,
   type SessionStatus,
   type SessionWarning,
@@ -30,6 +32,18 @@ export {
 export { discoverAuthorizationServer, discoverIssuer, type AuthorizationServer } from "./discovery";
 export { ApiError, SessionExpiredError } from "./errors";
 export { decodeJwt, isExpired, type JwtClaims } from "./jwt";
+export {
+  byRoundTrip,
+  DEFAULT_MEASURE_SAMPLES,
+  DEFAULT_PROBE_TIMEOUT_MS,
+  measureBeacon,
+  measureRegions,
+  median,
+  roundTripsById,
+  type BeaconRegion,
+  type MeasuredRegion,
+  type MeasureOptions,
+} from "./region-latency";
 export { assertSecureUrl, originOf } from "./secure-url";
 export { refreshSession, type RefreshRunner, type Session } from "./session-tokens";
 export type { RetryOptions } from "./transport";

@@ -14,8 +14,18 @@ import {
 let platform: LaunchedPlatform;
 let sessionsPort: number;
 
+// Two simulated regions, the far one configured first: only a measurement puts the near one first.
+const REGIONS = JSON.stringify([
+  { id: "us-east-1", name: "US East (N. Virginia)", simulator: { latencyMs: 120 } },
+  { id: "eu-west-1", name: "Europe (Ireland)", simulator: { latencyMs: 15 } },
+]);
+
 beforeAll(async () => {
-  platform = await launchClientPlatform(18580, { RATE_LIMIT_WINDOW_MS: "4000", RATE_LIMIT_POLL: "10" });
+  platform = await launchClientPlatform(18580, {
+    RATE_LIMIT_WINDOW_MS: "4000",
+    RATE_LIMIT_POLL: "10",
+    REGIONS,
+  });
   sessionsPort = platform.servicePorts[0]!;
 }, 180_000);
 afterAll(() => platform?.cleanup());
@@ -25,6 +35,16 @@ const injectCapacityFailures = async (count: number) => {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ failNextLaunches: count }),
+  });
+  expect(res.ok).toBe(true);
+};
+
+/** Every simulated region full (or not), or only `region`. */
+const setCapacityExhausted = async (exhausted: boolean, region?: string) => {
+  const res = await fetch(`http://127.0.0.1:${sessionsPort}/internal/v1/simulator/faults`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ capacityExhausted: exhausted, ...(region ? { region } : {}) }),
   });
   expect(res.ok).toBe(true);
 };
@@ -117,6 +137,88 @@ describe("waiting for a session", () => {
     expect((aborted as Error).name).toBe("AbortError");
     await client.sessions.stop();
   }, 30_000);
+});
+
+describe("regions", () => {
+  test("when two regions differ in latency, then measure lists the nearer first and a start with auto lands there", async () => {
+    const startBodies: unknown[] = [];
+    const client = createClient({
+      baseUrl: platform.base,
+      session: localSession(uniqueEmail("sdk-regions")),
+      fetch: async (input, init) => {
+        const request = new Request(input, init);
+        if (request.url.endsWith("/api/v1/sessions/start")) startBodies.push(await request.clone().json());
+        return globalThis.fetch(request);
+      },
+    });
+    expect((await client.regions.list()).map((r) => r.id)).toEqual(["us-east-1", "eu-west-1"]);
+    const measured = await client.regions.measure({ samples: 3 });
+    expect(measured).toEqual([
+      {
+        id: "eu-west-1",
+        name: "Europe (Ireland)",
+        rttMs: expect.any(Number),
+        samples: 3,
+        available: true,
+        queueLength: 0,
+      },
+      {
+        id: "us-east-1",
+        name: "US East (N. Virginia)",
+        rttMs: expect.any(Number),
+        samples: 3,
+        available: true,
+        queueLength: 0,
+      },
+    ]);
+    expect(measured[0]!.rttMs).toBeGreaterThanOrEqual(15);
+    expect(measured[0]!.rttMs).toBeLessThan(100);
+    expect(measured[1]!.rttMs).toBeGreaterThanOrEqual(120);
+
+    await fundAccount(client);
+    const started = await client.sessions.start({ region: "auto" });
+    expect(started.state).toBe("starting");
+    // Configured order alone would have chosen us-east-1: the measured round trips went with the start.
+    expect(startBodies).toEqual([
+      { region: "auto", rttMs: { "eu-west-1": expect.any(Number), "us-east-1": expect.any(Number) } },
+    ]);
+    const ready = await client.sessions.waitUntilReady({ timeoutMs: 30_000 });
+    expect(ready).toMatchObject({ state: "running", region: "eu-west-1" });
+    await client.sessions.stop();
+    await client.sessions.waitUntilStopped({ timeoutMs: 30_000 });
+  }, 60_000);
+
+  test("when every region is full and the start may queue, then it waits in line, reports its place and starts when a machine frees", async () => {
+    const client = createClient({ baseUrl: platform.base, session: localSession(uniqueEmail("sdk-queue")) });
+    await fundAccount(client);
+    await setCapacityExhausted(true);
+    try {
+      const queued = await client.sessions.start({ regions: ["eu-west-1", "us-east-1"], queue: true });
+      expect(queued).toMatchObject({
+        state: "queued",
+        region: null,
+        queue: { position: 1, estimatedWaitSeconds: expect.any(Number), regions: ["eu-west-1", "us-east-1"] },
+      });
+      const places: number[] = [];
+      const freed = setTimeout(() => void setCapacityExhausted(false, "eu-west-1"), 3_000);
+      const left = await client.sessions.waitWhileQueued({
+        onProgress: (s) => {
+          if (s.queue) places.push(s.queue.position);
+        },
+      });
+      clearTimeout(freed);
+      expect(places.length).toBeGreaterThan(0);
+      expect(places.every((p) => p === 1)).toBe(true);
+      expect(["starting", "running"]).toContain(left.state);
+      expect(await client.sessions.waitUntilReady({ timeoutMs: 30_000 })).toMatchObject({
+        region: "eu-west-1",
+      });
+      await client.sessions.stop();
+      await client.sessions.waitUntilStopped({ timeoutMs: 30_000 });
+    } finally {
+      await setCapacityExhausted(false);
+    }
+  }, 60_000);
 });
 
 describe("session refresh", () => {
