@@ -100,6 +100,9 @@ legend { font-weight: 600; margin-bottom: .4rem; }
 table { width: 100%; border-collapse: collapse; font-size: .95rem; }
 th, td { text-align: left; padding: .45rem .5rem; border-bottom: 1px solid var(--border); }
 .num { text-align: right; white-space: nowrap; }
+.region-choice { display: flex; flex-wrap: wrap; align-items: flex-end; gap: 0 1rem; }
+.region-choice > div { flex: 1 1 16rem; max-width: 30rem; }
+.badge { display: inline-block; margin-left: .4rem; padding: 0 .45rem; border-radius: 999px; font-size: .8rem; font-weight: 600; background: var(--ok-bg); color: var(--ok); }
 [hidden] { display: none !important; }
 @media (max-width: 600px) {
   .top { padding: .6rem .75rem; gap: .25rem .75rem; }

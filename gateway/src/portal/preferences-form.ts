@@ -42,6 +42,10 @@ function control(key: string, schema: JsonSchema): string {
   const id = `pref-${key}`;
   const type = schema.type ?? "string";
   const common = `id="${id}" name="${escapeHtml(key)}" data-field="${escapeHtml(key)}" data-type="${escapeHtml(type)}" aria-describedby="${id}-hint ${id}-error"`;
+  // The regions are config, not contract: the page adds one option per region from GET /api/v1/regions.
+  if (key === "region") {
+    return `<select ${common} data-options="regions" required><option value="auto">Nearest (auto)</option></select>`;
+  }
   if (schema.enum) {
     const options = schema.enum
       .map((v) => `<option value="${escapeHtml(String(v))}">${escapeHtml(String(v))}</option>`)
