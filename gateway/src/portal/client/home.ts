@@ -441,7 +441,7 @@ function renderRegions(list: readonly MeasuredRegion[]): void {
         const badge = document.createElement("span");
         badge.className = "badge";
         badge.textContent = "Nearest";
-        name.append(badge);
+        name.append(" ", badge);
       }
       const rtt = document.createElement("td");
       rtt.className = "num";
