@@ -1,6 +1,7 @@
 import type { RequestListener } from "node:http";
 import express from "express";
 import { createServiceApp, errorHandler, type ServiceContext } from "@cgs/shared";
+import type { SimulatedBeacons } from "./adapters/simulated-beacons";
 import type { SimulatedCloudProvider } from "./adapters/simulated-cloud-provider";
 import type { SimulatedStreamingHost } from "./adapters/streaming-host";
 import type { SessionsConfig } from "./config";
@@ -15,8 +16,15 @@ import { simulatorRoutes } from "./http/simulator-routes";
 export type SessionsContext = ServiceContext<SessionsConfig, typeof schema>;
 
 export interface SimulatorControls {
+  /** The first region's simulated cloud. */
   cloud: SimulatedCloudProvider;
+  /** Every simulated region's cloud, by region id. */
+  regions: ReadonlyMap<string, SimulatedCloudProvider>;
   streamingHost?: SimulatedStreamingHost;
+  /** The simulated regions' latency beacons: listened on by the workers, which then point the regions at them. */
+  beacons?: { server: SimulatedBeacons; adopt(base: string): void };
+  /** Stops the beacons and every simulated host (the service is shutting down). */
+  close(): Promise<void>;
 }
 
 export interface SessionsAppDeps extends SessionsAdapters {
@@ -52,7 +60,7 @@ export function createApp(
   outer.use(
     "/internal/v1/simulator",
     express.json(),
-    simulatorRoutes(simulator.cloud, simulator.streamingHost),
+    simulatorRoutes(simulator.regions, simulator.streamingHost),
   );
   outer.use(app);
   outer.use(errorHandler({ logger }));

@@ -27,11 +27,12 @@ import { Ec2CloudProvider } from "./adapters/ec2-cloud-provider";
 import { HeadscalePrivateNetwork } from "./adapters/headscale-private-network";
 import { SimulatedPrivateNetwork, type PrivateNetwork } from "./adapters/private-network";
 import { TailscalePrivateNetwork, type SlotLeases } from "./adapters/tailscale-private-network";
+import { SimulatedBeacons } from "./adapters/simulated-beacons";
 import { SimulatedCloudProvider } from "./adapters/simulated-cloud-provider";
 import { SimulatedHostAssigner, SimulatedHosts } from "./adapters/simulated-hosts";
 import type { ReportSink } from "@cgs/host-agent";
 import { SimulatedStreamingHost, SunshineStreamingHost, type StreamingHost } from "./adapters/streaming-host";
-import { createApp, type SessionsAppDeps, type SessionsContext } from "./app";
+import { createApp, type SessionsAppDeps, type SessionsContext, type SimulatorControls } from "./app";
 import type { SessionsConfig } from "./config";
 import type * as schema from "./data/schema";
 import { findSlot, leaseSlot } from "./data/private-network-repository";
@@ -41,7 +42,8 @@ import {
   hostReportAges,
   type SessionsDb,
 } from "./data/session-repository";
-import { activeStates } from "./data/session-tables";
+import { currentStates } from "./data/session-tables";
+import { queueLengths } from "./data/queue-repository";
 import { StreamingCredentialRepository } from "./data/streaming-credential-repository";
 import { sessionEventHandlers } from "./events/session-event-handlers";
 import { ingestHostReports, type AgentKeyLookup } from "./domain/host-reports";
@@ -49,6 +51,8 @@ import { sweepPlay } from "./domain/play-sweep";
 import { PoolKeeper } from "./domain/pool-keeper";
 import { leasePoolKeeping } from "./data/pool-repository";
 import { Reconciler } from "./domain/reconciler";
+import { inRegion, RegionDirectory } from "./domain/regions";
+import { serveQueue } from "./domain/queue";
 import { StartEstimates } from "./domain/start-estimates";
 import { LOCAL_STREAMING_CREDENTIALS_KEY, StreamingCredentialVault } from "./domain/streaming-credentials";
 import {
@@ -118,26 +122,42 @@ export function buildAdapters(
   let simulatedHost: SimulatedStreamingHost | undefined;
   const credentials = (sessionId: string) => vault.forSession(sessionId);
   const timeoutMs = config.INTERNAL_CALL_TIMEOUT_MS;
-  let cloud: CloudProvider;
-  let simulatedCloud: SimulatedCloudProvider | undefined;
-  if (config.CLOUD_PROVIDER === "ec2") {
-    cloud = new Ec2CloudProvider({
-      region: config.CLOUD_REGION,
-      endpoint: config.AWS_ENDPOINT_URL,
-      tagPrefix: config.CLOUD_TAG_PREFIX,
-      launchTemplate: config.EC2_LAUNCH_TEMPLATE,
-      launchTemplateVersion: config.EC2_LAUNCH_TEMPLATE_VERSION,
-      amiId: config.EC2_AMI_ID,
-      instanceType: config.EC2_INSTANCE_TYPE,
-      subnetId: config.EC2_SUBNET_ID,
-      securityGroupIds: config.EC2_SECURITY_GROUP_IDS,
-      volumeType: config.EC2_VOLUME_TYPE,
-      volumeDevice: config.EC2_VOLUME_DEVICE,
-      pageSize: config.EC2_PAGE_SIZE,
-    });
-  } else {
-    simulatedCloud = new SimulatedCloudProvider({
-      region: config.CLOUD_REGION,
+  // One fleet per configured region; the simulator's regions share one set of pretend hosts.
+  const simulated = new Map<string, SimulatedCloudProvider>();
+  const hosts =
+    config.CLOUD_PROVIDER !== "ec2" && config.SIMULATOR_HOST_AGENTS
+      ? new SimulatedHosts({
+          region: config.AWS_REGION,
+          endpoint: config.AWS_ENDPOINT_URL,
+          reportIntervalMs: config.SIMULATOR_AGENT_REPORT_INTERVAL_MS,
+          sampleIntervalMs: Math.min(1_000, config.SIMULATOR_AGENT_REPORT_INTERVAL_MS),
+          sunshineAnswers: (ip) => simulatedHost?.answers(ip) ?? true,
+          clientConnected: (ip) => void simulatedHost?.completePairing(ip),
+          ...(logger ? { logger: logger.child({ component: "simulated-host-agent" }) } : {}),
+          ...(drive ? { now: drive.now, realTime: false, sink: drive.sink } : {}),
+        })
+      : undefined;
+  const regionCloud = (region: SessionsConfig["REGIONS"][number], index: number): CloudProvider => {
+    if (config.CLOUD_PROVIDER === "ec2") {
+      return new Ec2CloudProvider({
+        region: region.id,
+        endpoint: config.AWS_ENDPOINT_URL,
+        tagPrefix: config.CLOUD_TAG_PREFIX,
+        launchTemplate: region.ec2?.launchTemplate ?? config.EC2_LAUNCH_TEMPLATE,
+        launchTemplateVersion: config.EC2_LAUNCH_TEMPLATE_VERSION,
+        amiId: region.ec2?.amiId ?? config.EC2_AMI_ID,
+        instanceType: config.EC2_INSTANCE_TYPE,
+        subnetId: region.ec2?.subnetId ?? config.EC2_SUBNET_ID,
+        securityGroupIds: region.ec2?.securityGroupIds ?? config.EC2_SECURITY_GROUP_IDS,
+        volumeType: config.EC2_VOLUME_TYPE,
+        volumeDevice: config.EC2_VOLUME_DEVICE,
+        pageSize: config.EC2_PAGE_SIZE,
+      });
+    }
+    const sim = new SimulatedCloudProvider({
+      region: region.id,
+      addressBlock: index,
+      ...(region.simulator?.capacity !== undefined ? { capacity: region.simulator.capacity } : {}),
       bootDelayMs: config.SIMULATOR_BOOT_DELAY_MS,
       startDelayMs: config.SIMULATOR_START_DELAY_MS,
       stopDelayMs: config.SIMULATOR_STOP_DELAY_MS,
@@ -146,23 +166,18 @@ export function buildAdapters(
       jitter: config.SIMULATOR_JITTER,
       pageSize: config.SIMULATOR_PAGE_SIZE,
       ...(drive ? { now: drive.now, random: drive.random, realTime: false } : {}),
-      ...(config.SIMULATOR_HOST_AGENTS
-        ? {
-            hosts: new SimulatedHosts({
-              region: config.AWS_REGION,
-              endpoint: config.AWS_ENDPOINT_URL,
-              reportIntervalMs: config.SIMULATOR_AGENT_REPORT_INTERVAL_MS,
-              sampleIntervalMs: Math.min(1_000, config.SIMULATOR_AGENT_REPORT_INTERVAL_MS),
-              sunshineAnswers: (ip) => simulatedHost?.answers(ip) ?? true,
-              clientConnected: (ip) => void simulatedHost?.completePairing(ip),
-              ...(logger ? { logger: logger.child({ component: "simulated-host-agent" }) } : {}),
-              ...(drive ? { now: drive.now, realTime: false, sink: drive.sink } : {}),
-            }),
-          }
-        : {}),
+      ...(hosts ? { hosts } : {}),
     });
-    cloud = simulatedCloud;
-  }
+    simulated.set(region.id, sim);
+    return sim;
+  };
+  const clouds = config.REGIONS.map((r, i) => ({ region: r, cloud: regionCloud(r, i) }));
+  const simulatedCloud = simulated.get(config.REGIONS[0]!.id);
+  /** The simulated region whose instance has this address. */
+  const simAt = (ip: string) => [...simulated.values()].find((sim) => sim.owns(ip));
+  const beacons = simulatedCloud
+    ? new SimulatedBeacons(new Map(config.REGIONS.map((r) => [r.id, r.simulator?.latencyMs ?? 0])))
+    : undefined;
   let streamingHost: StreamingHost;
   if (config.STREAMING_HOST === "sunshine") {
     streamingHost = new SunshineStreamingHost({
@@ -178,14 +193,14 @@ export function buildAdapters(
       readyDelayMs: config.SIMULATOR_HOST_READY_DELAY_MS,
       ...(drive ? { now: drive.now } : {}),
       credentials,
-      installed: (ip) => simulatedCloud?.installedCredentials(ip),
-      clientsOf: (ip) => simulatedCloud?.hostClientsAt(ip),
-      ...(simulatedCloud ? { volumeReady: (ip: string) => simulatedCloud!.volumeReady(ip) } : {}),
+      installed: (ip) => simAt(ip)?.installedCredentials(ip),
+      clientsOf: (ip) => simAt(ip)?.hostClientsAt(ip),
+      ...(simulatedCloud ? { volumeReady: (ip: string) => simAt(ip)?.volumeReady(ip) ?? false } : {}),
     });
     streamingHost = simulatedHost;
   }
   const privateNetwork =
-    overrides.privateNetwork ?? privateNetworkFrom(config, db, (ip) => simulatedCloud?.hostTags(ip) ?? []);
+    overrides.privateNetwork ?? privateNetworkFrom(config, db, (ip) => simAt(ip)?.hostTags(ip) ?? []);
   const hostSecrets = new HostSecrets(vault, {
     network: privateNetwork,
     db,
@@ -193,19 +208,57 @@ export function buildAdapters(
     keyTtlSeconds: config.VPN_HOST_KEY_TTL_SECONDS,
     reports: { queueUrl: reportQueueUrl, region: config.AWS_REGION },
   });
-  const simulatedHosts = simulatedCloud?.hosts;
-  const assigner: HostAssigner = simulatedHosts
-    ? new SimulatedHostAssigner(simulatedHosts, simulatedCloud!, simulatedHost)
+  const assigner: HostAssigner = hosts
+    ? new SimulatedHostAssigner(
+        hosts,
+        {
+          installCredentials: (instanceId, credentials) => {
+            for (const sim of simulated.values()) sim.installCredentials(instanceId, credentials);
+          },
+        },
+        simulatedHost,
+      )
     : new HttpsHostAssigner({ port: config.HOST_ASSIGN_PORT, timeoutMs, poolKey: (id) => vault.poolKey(id) });
-  return {
+  const fleets = clouds.map(({ region, cloud }) => ({
+    id: region.id,
+    name: region.name,
+    availabilityZone: region.availabilityZone,
+    beaconUrl:
+      region.beaconUrl ?? `http://127.0.0.1:${config.SIMULATOR_BEACON_PORT}/${encodeURIComponent(region.id)}`,
     cloud: withHostSecrets(cloud, hostSecrets),
+  }));
+  const regions = new RegionDirectory(fleets);
+  return {
+    regions,
+    cloud: fleets[0]!.cloud,
     hostSecrets,
     assigner,
     streamingHost,
     privateNetwork,
     accounts: createAccountsClient({ baseUrl: config.ACCOUNTS_URL, timeoutMs }),
     billing: createBillingClient({ baseUrl: config.BILLING_URL, timeoutMs }),
-    ...(simulatedCloud ? { simulator: { cloud: simulatedCloud, streamingHost: simulatedHost } } : {}),
+    ...(simulatedCloud
+      ? {
+          simulator: {
+            cloud: simulatedCloud,
+            regions: simulated,
+            streamingHost: simulatedHost,
+            beacons: {
+              server: beacons!,
+              // Regions without a beacon of their own answer from the simulator's.
+              adopt: (base: string) => {
+                for (const [i, fleet] of fleets.entries()) {
+                  if (!config.REGIONS[i]!.beaconUrl) fleet.beaconUrl = `${base}/${encodeURIComponent(fleet.id)}`;
+                }
+              },
+            },
+            close: async () => {
+              await beacons!.close();
+              for (const sim of simulated.values()) await sim.close();
+            },
+          },
+        }
+      : {}),
     vault,
     agentKey: vault.agentKeys,
     reportQueueUrl,
@@ -260,8 +313,13 @@ export function sessionSettingsFrom(config: SessionsConfig): SessionSettings {
     currency: config.SESSION_CURRENCY,
     defaultIdleTimeoutMinutes: config.SESSION_IDLE_TIMEOUT_MINUTES,
     defaultMaxLengthMinutes: config.SESSION_MAX_LENGTH_MINUTES,
-    availabilityZone: config.CLOUD_AVAILABILITY_ZONE,
+    availabilityZone: config.REGIONS[0]!.availabilityZone,
     capacityRetryAfterSeconds: config.CLOUD_CAPACITY_RETRY_AFTER_SECONDS,
+    autoMaxRttMs: config.AUTO_MAX_RTT_MS,
+    queue: {
+      maxWaitMs: config.QUEUE_MAX_WAIT_MINUTES * 60_000,
+      typicalIntervalMs: config.QUEUE_TYPICAL_INTERVAL_SECONDS * 1000,
+    },
     play: {
       minuteMs: config.SESSION_MINUTE_MS,
       idleWarningMinutes: config.IDLE_WARNING_MINUTES,
@@ -345,9 +403,10 @@ export function domainDepsFor(
   logger: Logger,
   clock: Clock = systemClock,
 ): SessionsDomainDeps {
-  const { cloud, streamingHost, privateNetwork, accounts, billing, hostSecrets, assigner } = adapters;
+  const { regions, cloud, streamingHost, privateNetwork, accounts, billing, hostSecrets, assigner } = adapters;
   const settings = sessionSettingsFrom(config);
   return {
+    regions,
     cloud,
     streamingHost,
     privateNetwork,
@@ -380,7 +439,7 @@ export interface SessionsWorkerOptions {
     concurrency?: number;
   };
   /** Closed last (the simulated hosts' agents). */
-  simulator?: { close(): Promise<void> };
+  simulator?: Pick<SimulatorControls, "close" | "beacons">;
 }
 
 /**
@@ -457,29 +516,67 @@ export async function startSessionsWorkers(
     log,
   );
   const poolsOn = deps.settings.pool.hot.max + deps.settings.pool.warm.max > 0;
-  const keeper = new PoolKeeper(deps);
   const keeperId = `pool-keeper-${randomUUID()}`;
-  const pool = poolsOn
-    ? startPeriodicWorker(
-        "pool-keeper",
-        config.POOL_INTERVAL_MS,
-        async () => {
-          // One replica keeps the pool at a time (a lease renewed by each tick); the others skip theirs.
-          const held = await leasePoolKeeping(
+  const leaseMs = (intervalMs: number) => Math.max(30_000, 3 * intervalMs);
+  // Each region keeps its own pool, sized from its own starts, in its fleet's zone.
+  const pools = poolsOn
+    ? deps.regions.fleets.map((fleet) => {
+        const regional = inRegion(deps, fleet.id);
+        const keeper = new PoolKeeper(regional);
+        return startPeriodicWorker(
+          `pool-keeper-${fleet.id}`,
+          config.POOL_INTERVAL_MS,
+          async () => {
+            // One replica keeps a zone's pool at a time (a lease renewed by each tick); the others skip theirs.
+            const held = await leasePoolKeeping(
+              database.db,
+              regional.settings.availabilityZone,
+              keeperId,
+              deps.clock.now(),
+              leaseMs(config.POOL_INTERVAL_MS),
+            );
+            if (!held) return;
+            const report = await keeper.tick();
+            if (report.launched + report.woken + report.parked + report.terminated + report.orphans > 0)
+              log.info({ ...report, region: fleet.id }, "capacity pool changed");
+          },
+          logger.child({ component: "pool-keeper", region: fleet.id }),
+        );
+      })
+    : [];
+  // The line: freed capacity goes to the first in line of each region, one replica per region at a time.
+  const queueLog = logger.child({ component: "queue" });
+  const queue = startPeriodicWorker(
+    "queue",
+    config.QUEUE_INTERVAL_MS,
+    async () => {
+      const held: string[] = [];
+      for (const id of deps.regions.ids) {
+        if (
+          await leasePoolKeeping(
             database.db,
-            deps.settings.availabilityZone,
+            `queue:${id}`,
             keeperId,
             deps.clock.now(),
-            Math.max(30_000, 3 * config.POOL_INTERVAL_MS),
-          );
-          if (!held) return;
-          const report = await keeper.tick();
-          if (report.launched + report.woken + report.parked + report.terminated + report.orphans > 0)
-            log.info(report, "capacity pool changed");
-        },
-        logger.child({ component: "pool-keeper" }),
-      )
-    : undefined;
+            leaseMs(config.QUEUE_INTERVAL_MS),
+          )
+        )
+          held.push(id);
+      }
+      const report = await serveQueue(deps, held);
+      if (report.admitted + report.expired > 0) queueLog.info(report, "queue served");
+    },
+    queueLog,
+  );
+  if (options.simulator?.beacons) {
+    const { server, adopt } = options.simulator.beacons;
+    try {
+      adopt(await server.listen(config.SIMULATOR_BEACON_PORT));
+    } catch (err) {
+      // The regions still work; only measuring their latency locally does not.
+      logger.error({ err, port: config.SIMULATOR_BEACON_PORT }, "the simulated regions' beacons could not listen");
+    }
+  }
   deps.wake.reconciler = () => reconcile.kick();
   const playSweep = startPeriodicWorker(
     "play-sweep",
@@ -492,7 +589,9 @@ export async function startSessionsWorkers(
   );
   const stopCounting = onScrape(async () => {
     const counts = await countActiveSessionsByState(database.db);
-    for (const state of activeStates) metrics.sessionsByState.labels(state).set(counts.get(state) ?? 0);
+    for (const state of currentStates) metrics.sessionsByState.labels(state).set(counts.get(state) ?? 0);
+    const lengths = await queueLengths(database.db);
+    for (const id of deps.regions.ids) metrics.queueLength.labels(id).set(lengths.get(id) ?? 0);
     const ages = await hostReportAges(database.db, deps.clock.now(), config.HOST_REPORT_STALE_MS);
     metrics.hostReportAge.labels("max").set(ages.max);
     metrics.hostReportAge.labels("p50").set(ages.p50);
@@ -504,7 +603,8 @@ export async function startSessionsWorkers(
     () => reconcile.stop(),
     () => orphans.stop(),
     () => playSweep.stop(),
-    () => pool?.stop(),
+    ...pools.map((pool) => () => pool.stop()),
+    () => queue.stop(),
     stopCounting,
   );
   if (options.simulator) closers.push(() => options.simulator!.close());
@@ -527,7 +627,7 @@ export function composeSessions(context: SessionsContext): SessionsService {
     workers: () =>
       startSessionsWorkers(deps, database, config, {
         hostReports: { agentKey: adapters.agentKey, queueUrl: adapters.reportQueueUrl },
-        ...(adapters.simulator ? { simulator: adapters.simulator.cloud } : {}),
+        ...(adapters.simulator ? { simulator: adapters.simulator } : {}),
       }),
   };
 }

@@ -50,19 +50,20 @@ function createPlatformMetrics() {
     }),
     poolInstances: new Gauge({
       name: "cgs_pool_instances",
-      help: "Capacity pool instances by state (launching, hot, parking, warm)",
-      labelNames: ["state"] as const,
+      help: "Capacity pool instances by region and state (launching, hot, parking, warm)",
+      labelNames: ["region", "state"] as const,
       registers: r,
     }),
     poolTarget: new Gauge({
       name: "cgs_pool_target",
-      help: "The capacity pool's current targets (hot, warm), sized from recent starts within the configured floor and ceiling",
-      labelNames: ["kind"] as const,
+      help: "Each region's capacity pool targets (hot, warm), sized from its recent starts within the configured floor and ceiling",
+      labelNames: ["region", "kind"] as const,
       registers: r,
     }),
     poolIdleCost: new Gauge({
       name: "cgs_pool_idle_cost_per_hour",
-      help: "What the idle pool instances cost per hour right now, minor units of the session currency",
+      help: "What each region's idle pool instances cost per hour right now, minor units of the session currency",
+      labelNames: ["region"] as const,
       registers: r,
     }),
     poolChanges: new Counter({
@@ -73,7 +74,29 @@ function createPlatformMetrics() {
     }),
     capacityFailures: new Counter({
       name: "cgs_session_capacity_failures_total",
-      help: "Session starts refused because the cloud region had no capacity",
+      help: "Launches that found a cloud region without capacity (a start then tries its next region, or the line)",
+      registers: r,
+    }),
+    queueJoins: new Counter({
+      name: "cgs_queue_joins_total",
+      help: "Starts that found every allowed region full and waited in line",
+      registers: r,
+    }),
+    queueAdmissions: new Counter({
+      name: "cgs_queue_admissions_total",
+      help: "Queued sessions that left the line for a freed machine",
+      registers: r,
+    }),
+    queueWait: new Histogram({
+      name: "cgs_queue_wait_seconds",
+      help: "Time a queued session waited in line before a machine freed for it",
+      buckets: [5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600],
+      registers: r,
+    }),
+    queueLength: new Gauge({
+      name: "cgs_queue_length",
+      help: "Sessions waiting in line, by region they wait for (a session waiting for two regions counts in both)",
+      labelNames: ["region"] as const,
       registers: r,
     }),
     sessionWarnings: new Counter({

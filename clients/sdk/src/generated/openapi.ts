@@ -680,7 +680,9 @@ export interface components {
      *       "ready": true,
      *       "message": null,
      *       "warning": null,
-     *       "stopReason": null
+     *       "stopReason": null,
+     *       "region": "us-east-1",
+     *       "queue": null
      *     }
      */
     SessionStatus: {
@@ -766,11 +768,8 @@ export interface components {
        *     ]
        */
       regions?: string[];
-      /**
-       * @description With `region: auto`: the highest acceptable measured round trip, in ms (default 150).
-       * @default 150
-       */
-      maxRttMs: number;
+      /** @description With `region: auto`: the highest acceptable measured round trip, in ms (default 150). */
+      maxRttMs?: number;
       /**
        * @description With `region: auto`: the client's measured median round trip to each region's beacon, in ms, by region id.
        * @example {
@@ -781,11 +780,8 @@ export interface components {
       rttMs?: {
         [key: string]: number;
       };
-      /**
-       * @description Wait in line when every allowed region is full, instead of 503 CLOUD_CAPACITY. Nothing is charged or held while queued; stop leaves the line.
-       * @default false
-       */
-      queue: boolean;
+      /** @description Wait in line when every allowed region is full, instead of 503 CLOUD_CAPACITY (default false). Nothing is charged or held while queued; stop leaves the line. */
+      queue?: boolean;
     };
     PairingRequest: {
       /**

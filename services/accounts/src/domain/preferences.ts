@@ -41,9 +41,10 @@ const checks: Record<keyof Preferences, FieldCheck> = {
   bitrateKbps: integerBetween(2_000, 100_000),
   codec: oneOf(CODECS),
   region: (value) =>
-    typeof value === "string" && value.length >= 9 && value.length <= 32 && REGION_PATTERN.test(value)
+    value === "auto" ||
+    (typeof value === "string" && value.length >= 9 && value.length <= 32 && REGION_PATTERN.test(value))
       ? null
-      : "must be a cloud region such as us-east-1",
+      : "must be auto or a cloud region such as us-east-1",
   idleTimeoutMinutes: integerBetween(5, 240),
   maxSessionLengthMinutes: integerBetween(30, 1440),
 };

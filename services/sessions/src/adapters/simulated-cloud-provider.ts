@@ -34,6 +34,10 @@ export interface SimulatorTimings {
 
 export interface SimulatorSettings extends Partial<SimulatorTimings> {
   region: string;
+  /** Most instances (running, pending or stopped) the region holds at once; unset: as many as asked for. */
+  capacity?: number;
+  /** Which of the simulated regions this is (0, 1, ...): its instances' addresses do not collide with another's. */
+  addressBlock?: number;
   /** A cold launch until the instance is running. */
   bootDelayMs: number;
   /** Instances per describe page. */
@@ -123,6 +127,26 @@ export class SimulatedCloudProvider implements CloudProvider {
   private readonly now: () => number;
 
   private readonly random: () => number;
+
+  private get block(): number {
+    return this.settings.addressBlock ?? 0;
+  }
+
+  /** Whether an instance of this region has (or had) this private address. */
+  owns(privateIp: string): boolean {
+    return privateIp.startsWith(`100.${64 + this.block}.`);
+  }
+
+  /** The region is full: told so, or holding as many instances as its capacity. */
+  private full(): boolean {
+    if (this.capacityExhausted) return true;
+    const { capacity } = this.settings;
+    return capacity !== undefined && this.instanceCount() >= capacity;
+  }
+
+  private capacityError(): CloudCapacityError {
+    return new CloudCapacityError(`The region ${this.region} is out of capacity`, "InsufficientInstanceCapacity");
+  }
 
   constructor(private readonly settings: SimulatorSettings) {
     this.region = settings.region;
@@ -272,8 +296,8 @@ export class SimulatedCloudProvider implements CloudProvider {
       jitter: 1 + (this.random() * 2 - 1) * jitter,
       terminated: false,
       lost: false,
-      publicIp: `198.18.${(n >> 8) & 255}.${n & 255}`,
-      privateIp: `100.64.${(n >> 8) & 255}.${n & 255}`,
+      publicIp: `198.18.${(this.block << 5) | ((n >> 8) & 31)}.${n & 255}`,
+      privateIp: `100.${64 + this.block}.${(n >> 8) & 255}.${n & 255}`,
       launch,
     };
     this.instances.set(instance.instanceId, instance);
@@ -286,14 +310,9 @@ export class SimulatedCloudProvider implements CloudProvider {
     this.calls.launch += 1;
     const existing = this.bySession.get(request.sessionId);
     if (existing) return Promise.resolve({ instanceId: existing.instanceId });
-    if (this.capacityExhausted || this.capacityFailures > 0) {
+    if (this.full() || this.capacityFailures > 0) {
       if (this.capacityFailures > 0) this.capacityFailures -= 1;
-      return Promise.reject(
-        new CloudCapacityError(
-          `The region ${this.region} is out of capacity`,
-          "InsufficientInstanceCapacity",
-        ),
-      );
+      return Promise.reject(this.capacityError());
     }
     const instance = this.newInstance(request, {
       sessionId: request.sessionId,
@@ -431,14 +450,7 @@ export class SimulatedCloudProvider implements CloudProvider {
     this.calls.launch += 1;
     const existing = this.byPool.get(request.poolId);
     if (existing) return Promise.resolve({ instanceId: existing.instanceId });
-    if (this.capacityExhausted) {
-      return Promise.reject(
-        new CloudCapacityError(
-          `The region ${this.region} is out of capacity`,
-          "InsufficientInstanceCapacity",
-        ),
-      );
-    }
+    if (this.full()) return Promise.reject(this.capacityError());
     const instance = this.newInstance(request, { sessionId: null, accountId: null, poolId: request.poolId });
     this.byPool.set(request.poolId, instance);
     this.scheduleHostBoot(instance, this.timing(instance, this.settings.bootDelayMs));

@@ -192,12 +192,12 @@ export async function recordStandby(
   return rows.length > 0;
 }
 
-/** Starts per hour, as the pool sizes itself from them. */
-export async function countStartsSince(db: SessionsDb, since: Date): Promise<number> {
+/** Starts in a region since then, as its pool sizes itself from them. */
+export async function countStartsSince(db: SessionsDb, since: Date, region: string): Promise<number> {
   const rows = await db
     .select({ n: sql<number>`count(*)::int` })
     .from(sessionsTable)
-    .where(gte(sessionsTable.createdAt, since));
+    .where(and(gte(sessionsTable.createdAt, since), eq(sessionsTable.region, region)));
   return Number(rows[0]?.n ?? 0);
 }
 

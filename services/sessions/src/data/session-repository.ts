@@ -3,6 +3,7 @@ import type { Database, Transaction } from "@cgs/shared";
 import type * as schema from "./schema";
 import {
   activeStates,
+  currentStates,
   idempotencyKeysTable,
   pairingPinsTable,
   sessionsTable,
@@ -54,7 +55,7 @@ export async function findActiveSession(
   const query = db
     .select()
     .from(sessionsTable)
-    .where(and(eq(sessionsTable.accountId, accountId), inArray(sessionsTable.state, [...activeStates])))
+    .where(and(eq(sessionsTable.accountId, accountId), inArray(sessionsTable.state, [...currentStates])))
     .limit(1);
   const rows = options.forUpdate ? await query.for("update") : await query;
   return rows[0];
@@ -298,8 +299,13 @@ export async function hostReportAges(
 
 // ---------- volumes ----------
 
-export async function findVolume(db: Executor, accountId: string): Promise<VolumeRow | undefined> {
-  const rows = await db.select().from(volumesTable).where(eq(volumesTable.accountId, accountId)).limit(1);
+/** The account's volume in `region` (a volume cannot leave its region). */
+export async function findVolume(db: Executor, accountId: string, region: string): Promise<VolumeRow | undefined> {
+  const rows = await db
+    .select()
+    .from(volumesTable)
+    .where(and(eq(volumesTable.accountId, accountId), eq(volumesTable.region, region)))
+    .limit(1);
   return rows[0];
 }
 
@@ -307,7 +313,7 @@ export async function findVolume(db: Executor, accountId: string): Promise<Volum
 export async function saveVolume(db: Executor, volume: typeof volumesTable.$inferInsert): Promise<VolumeRow> {
   const inserted = await db.insert(volumesTable).values(volume).onConflictDoNothing().returning();
   if (inserted[0]) return inserted[0];
-  const existing = await findVolume(db, volume.accountId);
+  const existing = await findVolume(db, volume.accountId, volume.region);
   if (!existing) throw new Error("volume row vanished");
   return existing;
 }
@@ -323,7 +329,7 @@ export async function volumesPendingDeletion(db: SessionsDb, limit: number): Pro
   return db.select().from(volumesTable).where(isNotNull(volumesTable.deleteRequestedAt)).limit(limit);
 }
 
-/** Forgets the account's volume (only that one, when `volumeId` is given: a newer one is kept). */
+/** Forgets the account's volumes (only that one, when `volumeId` is given: a newer one is kept). */
 export async function deleteVolumeRow(db: Executor, accountId: string, volumeId?: string): Promise<void> {
   await db
     .delete(volumesTable)
@@ -415,7 +421,7 @@ export async function countActiveSessionsByState(db: Executor): Promise<Map<Stor
   const rows = await db
     .select({ state: sessionsTable.state, count: sql<number>`count(*)::int` })
     .from(sessionsTable)
-    .where(inArray(sessionsTable.state, [...activeStates]))
+    .where(inArray(sessionsTable.state, [...currentStates]))
     .groupBy(sessionsTable.state);
   return new Map(rows.map((r) => [r.state, Number(r.count)]));
 }

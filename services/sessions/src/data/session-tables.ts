@@ -21,9 +21,12 @@ export interface SpendLimitStop {
   currency: string;
 }
 
-export const sessionStates = ["starting", "running", "stopping", "stopped", "failed"] as const;
+export const sessionStates = ["queued", "starting", "running", "stopping", "stopped", "failed"] as const;
 export type StoredSessionState = (typeof sessionStates)[number];
+/** States with a machine (or one coming): what the reconciler moves along. A queued session has none yet. */
 export const activeStates: readonly StoredSessionState[] = ["starting", "running", "stopping"];
+/** The account's one current session: active, or waiting in line for a machine (the partial unique index). */
+export const currentStates: readonly StoredSessionState[] = ["queued", ...activeStates];
 
 /**
  * One row per started session. At most one active (starting, running, stopping) row per account, enforced
@@ -36,7 +39,14 @@ export const sessionsTable = pgTable(
     id: uuid("id").primaryKey(),
     accountId: text("account_id").notNull(),
     state: text("state").$type<StoredSessionState>().notNull(),
+    /** The region it runs in; while queued, the first region it waits for (`queue_regions` has them all). */
     region: text("region").notNull(),
+    /** When it joined the line (first come, first served per region); kept once it starts. */
+    queuedAt: timestamp("queued_at", { withTimezone: true }),
+    /** The regions a queued session waits for, in the order its start gave. */
+    queueRegions: text("queue_regions").array(),
+    /** The storage tier's volume size billing named when it joined the line (for a volume made at admission). */
+    queueStorageGb: integer("queue_storage_gb"),
     instanceId: text("instance_id"),
     publicIp: text("public_ip"),
     privateNetIp: text("private_net_ip"),
@@ -112,28 +122,42 @@ export const sessionsTable = pgTable(
   (t) => [
     uniqueIndex("sessions_one_active_per_account")
       .on(t.accountId)
-      .where(sql`${t.state} in ('starting', 'running', 'stopping')`),
+      .where(sql`${t.state} in ('queued', 'starting', 'running', 'stopping')`),
+    index("sessions_queue_idx").on(t.queuedAt, t.id).where(sql`${t.state} = 'queued'`),
     index("sessions_account_created_idx").on(t.accountId, t.createdAt),
     index("sessions_active_lease_idx")
       .on(t.leaseUntil)
       .where(sql`${t.state} in ('starting', 'running', 'stopping')`),
     check(
       "sessions_state_check",
-      sql`${t.state} in ('starting', 'running', 'stopping', 'stopped', 'failed')`,
+      sql`${t.state} in ('queued', 'starting', 'running', 'stopping', 'stopped', 'failed')`,
     ),
     check("sessions_rate_check", sql`${t.ratePerMinute} >= 0`),
   ],
 );
 
-/** The account's storage volume: created on first start, kept across sessions, deleted on account purge. */
-export const volumesTable = pgTable("volumes", {
-  accountId: text("account_id").primaryKey(),
-  volumeId: text("volume_id").notNull(),
-  region: text("region").notNull(),
-  availabilityZone: text("availability_zone").notNull(),
-  sizeGb: integer("size_gb").notNull(),
-  createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
-  deleteRequestedAt: timestamp("delete_requested_at", { withTimezone: true }),
+/**
+ * The account's storage volume in a region: created on its first start there, kept across sessions, deleted on
+ * account purge. A volume cannot leave its region, so an account that played in two regions has one in each.
+ */
+export const volumesTable = pgTable(
+  "volumes",
+  {
+    accountId: text("account_id").notNull(),
+    volumeId: text("volume_id").notNull(),
+    region: text("region").notNull(),
+    availabilityZone: text("availability_zone").notNull(),
+    sizeGb: integer("size_gb").notNull(),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    deleteRequestedAt: timestamp("delete_requested_at", { withTimezone: true }),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.region] })],
+);
+
+/** A region whose last launch found no capacity: counted full (GET /regions) until `full_until`. */
+export const regionCapacityTable = pgTable("region_capacity", {
+  region: text("region").primaryKey(),
+  fullUntil: timestamp("full_until", { withTimezone: true }).notNull(),
 });
 
 /** The first successful answer to a start carrying an Idempotency-Key; `response` is null while in flight. */

@@ -67,8 +67,8 @@ export class PoolKeeper {
     const hourAgo = new Date(now.getTime() - 60 * 60_000);
     const tenMinutesAgo = new Date(now.getTime() - 10 * 60_000);
     const startsPerHour = Math.max(
-      await countStartsSince(db, hourAgo),
-      (await countStartsSince(db, tenMinutesAgo)) * 6,
+      await countStartsSince(db, hourAgo, cloud.region),
+      (await countStartsSince(db, tenMinutesAgo, cloud.region)) * 6,
     );
     const targets = poolTargets(this.settings, startsPerHour);
     const report: PoolTickReport = {
@@ -311,11 +311,12 @@ export class PoolKeeper {
   }
 
   private export(report: PoolTickReport): void {
-    for (const [state, n] of Object.entries(report.counts)) metrics.poolInstances.labels(state).set(n);
-    metrics.poolTarget.labels("hot").set(report.targets.hot);
-    metrics.poolTarget.labels("warm").set(report.targets.warm);
+    const region = this.deps.cloud.region;
+    for (const [state, n] of Object.entries(report.counts)) metrics.poolInstances.labels(region, state).set(n);
+    metrics.poolTarget.labels(region, "hot").set(report.targets.hot);
+    metrics.poolTarget.labels(region, "warm").set(report.targets.warm);
     const running = report.counts.launching + report.counts.hot + report.counts.parking;
-    metrics.poolIdleCost.set(
+    metrics.poolIdleCost.labels(region).set(
       running * this.settings.runningHourCost + report.counts.warm * this.settings.stoppedHourCost,
     );
   }

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { metrics } from "@cgs/shared";
-import { CloudVolumeNotFoundError, type CloudInstance } from "../adapters/cloud-provider";
+import { CloudVolumeNotFoundError, type CloudInstance, type CloudProvider } from "../adapters/cloud-provider";
+import { inRegion } from "./regions";
 import { AlreadyAssignedError } from "../adapters/host-assigner";
 import { HostIdentityError } from "../adapters/pinned-https";
 import {
@@ -70,9 +71,12 @@ export class Reconciler {
         // Taken before the describe call: an instance it reports running was running at this moment or
         // later, so this time is never after the instance's real end.
         const describedAt = this.deps.clock.now();
-        const described = await this.deps.cloud.describeInstances(launched.map((r) => r.id));
-        report.cloudCalls += described.calls;
-        for (const instance of described.instances) byInstance.set(instance.instanceId, instance);
+        // One describe per region (each region's fleet answers for its own instances).
+        for (const [region, inThere] of groupBy(launched, (r) => r.region)) {
+          const described = await inRegion(this.deps, region).cloud.describeInstances(inThere.map((r) => r.id));
+          report.cloudCalls += described.calls;
+          for (const instance of described.instances) byInstance.set(instance.instanceId, instance);
+        }
         const seenRunning = launched.filter(
           (r) => r.state === "running" && byInstance.get(r.instanceId!)?.state === "running",
         );
@@ -125,7 +129,7 @@ export class Reconciler {
     instance: CloudInstance | undefined,
   ): Promise<{ transition?: Transition; calls: number }> {
     const now = this.deps.clock.now().getTime();
-    const { cloud } = this.deps;
+    const { cloud } = inRegion(this.deps, row.region);
     const since = (d: Date | null) => now - (d ?? row.createdAt).getTime();
     const timedOut = since(row.createdAt) > this.settings.startTimeoutMs;
     const missing = !instance && since(row.startedAt) > this.settings.describeGraceMs;
@@ -309,7 +313,17 @@ export class Reconciler {
    * start in flight: its session row is committed before its instance is launched.
    */
   async sweepOrphans(): Promise<{ terminated: string[]; calls: number }> {
-    const { cloud, db, logger } = this.deps;
+    const swept = { terminated: [] as string[], calls: 0 };
+    for (const fleet of this.deps.regions.fleets) {
+      const { terminated, calls } = await this.sweepOrphansIn(fleet.cloud);
+      swept.terminated.push(...terminated);
+      swept.calls += calls;
+    }
+    return swept;
+  }
+
+  private async sweepOrphansIn(cloud: CloudProvider): Promise<{ terminated: string[]; calls: number }> {
+    const { db, logger } = this.deps;
     const listed = await cloud.listManagedInstances();
     const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
     const ids = [...new Set(listed.instances.map((i) => i.sessionId).filter((id) => UUID.test(id)))];
@@ -334,14 +348,14 @@ export class Reconciler {
 
   /** Volumes of purged accounts, deleted once the account has no session using them. */
   private async deletePurgedVolumes(report: TickReport): Promise<number> {
-    const { db, cloud, logger } = this.deps;
+    const { db, logger } = this.deps;
     let deleted = 0;
     for (const volume of await volumesPendingDeletion(db, 100)) {
       if (await findActiveSession(db, volume.accountId)) continue;
       try {
         report.cloudCalls += 1;
-        await cloud.deleteVolume(volume.volumeId);
-        await deleteVolumeRow(db, volume.accountId);
+        await inRegion(this.deps, volume.region).cloud.deleteVolume(volume.volumeId);
+        await deleteVolumeRow(db, volume.accountId, volume.volumeId);
         deleted += 1;
       } catch (err) {
         logger.warn({ err, volumeId: volume.volumeId }, "volume deletion failed; retried next tick");
@@ -349,6 +363,17 @@ export class Reconciler {
     }
     return deleted;
   }
+}
+
+function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const group = groups.get(k);
+    if (group) group.push(item);
+    else groups.set(k, [item]);
+  }
+  return groups;
 }
 
 async function forEachLimited<T>(items: T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {

@@ -3,6 +3,7 @@ import { AppError, metrics } from "@cgs/shared";
 import { findActiveSession, findLatestSession, savePinDigest } from "../data/session-repository";
 import type { SessionRow } from "../data/session-tables";
 import { syncDevicesQuietly } from "./devices";
+import { queuedStatus } from "./queue";
 import { mintDeviceKey } from "./private-network-keys";
 import type { SessionsDomainDeps } from "./session-deps";
 import { statusView, toSessionStatus, type SessionStatus } from "./session-status";
@@ -12,13 +13,15 @@ import { statusView, toSessionStatus, type SessionStatus } from "./session-statu
  * tab left open does not keep a session alive (the host agent's reports do).
  */
 export async function pollSession(deps: SessionsDomainDeps, accountId: string): Promise<SessionStatus> {
-  return toSessionStatus(await findLatestSession(deps.db, accountId), statusView(deps));
+  const row = await findLatestSession(deps.db, accountId);
+  if (row?.state === "queued") return queuedStatus(deps, row);
+  return toSessionStatus(row, statusView(deps));
 }
 
 /** The account's starting or running session; stopping counts as not running. */
 async function liveSession(deps: SessionsDomainDeps, accountId: string): Promise<SessionRow> {
   const row = await findActiveSession(deps.db, accountId);
-  if (!row || row.state === "stopping") {
+  if (!row || row.state === "stopping" || row.state === "queued") {
     throw new AppError("SESSION_NOT_RUNNING", "There is no running session");
   }
   return row;

@@ -7,10 +7,13 @@ import type { HostAssigner } from "../adapters/host-assigner";
 import type { PrivateNetwork } from "../adapters/private-network";
 import type { StreamingHost } from "../adapters/streaming-host";
 import type { SessionsDb, SessionsTx } from "../data/session-repository";
+import type { RegionDirectory } from "./regions";
 import type { StartEstimates } from "./start-estimates";
 
 /** The outside systems the sessions service talks to, chosen at the composition root. */
 export interface SessionsAdapters {
+  /** Every region's fleet; `cloud` is the one of the region a piece of work is in (inRegion), the first by default. */
+  regions: RegionDirectory;
   cloud: CloudProvider;
   streamingHost: StreamingHost;
   privateNetwork: PrivateNetwork;
@@ -80,6 +83,10 @@ export interface SessionSettings {
   /** Where new account volumes are created (instances follow their volume). */
   availabilityZone: string;
   capacityRetryAfterSeconds: number;
+  /** A start with region auto and no bound of its own accepts regions measured at most this round trip. */
+  autoMaxRttMs: number;
+  /** The line of sessions waiting for a machine when every allowed region was full. */
+  queue: { maxWaitMs: number; typicalIntervalMs: number };
   play: PlaySettings;
   idempotencyTtlHours: number;
   pairing: { attempts: number; retryDelayMs: number; pinTtlSeconds: number; pinHashSecret: string };

@@ -2,8 +2,9 @@ import type { SessionRow } from "../data/session-tables";
 import { currentWarning, describeWarning, type StopReason, type WarningKind } from "./play-state";
 import type { Capacity, PlaySettings } from "./session-deps";
 import { startingMessage } from "./start-estimates";
+import type { QueuePlace } from "./queue";
 
-export type SessionState = "idle" | "starting" | "running" | "stopping" | "stopped" | "failed";
+export type SessionState = "idle" | "queued" | "starting" | "running" | "stopping" | "stopped" | "failed";
 
 /** An automatic stop poll is warning about (openapi.json `SessionWarning`). */
 export interface SessionWarning {
@@ -26,6 +27,10 @@ export interface SessionStatus {
   message: string | null;
   warning: SessionWarning | null;
   stopReason: StopReason | null;
+  /** Where it runs; null with no session and while queued. */
+  region: string | null;
+  /** The place in line while queued. */
+  queue: QueuePlace | null;
 }
 
 export const IDLE_STATUS: SessionStatus = {
@@ -38,6 +43,8 @@ export const IDLE_STATUS: SessionStatus = {
   message: null,
   warning: null,
   stopReason: null,
+  region: null,
+  queue: null,
 };
 
 /** What the answer depends on besides the row: the time it is asked, the play settings, typical start times. */
@@ -56,7 +63,12 @@ function progressMessage(row: SessionRow, view: StatusView): string | null {
   return startingMessage(row.capacity, elapsed, view.estimates.typicalMs(row.capacity));
 }
 
-export function toSessionStatus(row: SessionRow | undefined, view: StatusView): SessionStatus {
+export function toSessionStatus(
+  row: SessionRow | undefined,
+  view: StatusView,
+  /** A queued session's place in line (queuePlace), with what it means in words. */
+  queue?: { place: QueuePlace; message: string } | null,
+): SessionStatus {
   if (!row) return { ...IDLE_STATUS };
   const live = row.state === "starting" || row.state === "running";
   const pending = currentWarning(row, view.now, view.play);
@@ -73,13 +85,16 @@ export function toSessionStatus(row: SessionRow | undefined, view: StatusView): 
     warning: warning
       ? { kind: warning.kind, stopsAt: warning.stopsAt.toISOString(), canKeepPlaying: warning.canKeepPlaying }
       : null,
-    stopReason: live ? null : ((row.stopReason as StopReason | null) ?? null),
+    stopReason: live || row.state === "queued" ? null : ((row.stopReason as StopReason | null) ?? null),
+    region: row.state === "queued" ? null : row.region,
+    queue: row.state === "queued" ? (queue?.place ?? null) : null,
+    ...(row.state === "queued" && queue ? { message: queue.message } : {}),
   };
 }
 
-/** A stored answer from before `warning` and `stopReason` existed (idempotent replays) gains them as null. */
+/** A stored answer from before `warning`, `stopReason`, `region` and `queue` existed (idempotent replays) gains them as null. */
 export function withCurrentFields(stored: Partial<SessionStatus>): SessionStatus {
-  return { ...IDLE_STATUS, warning: null, stopReason: null, ...stored } as SessionStatus;
+  return { ...IDLE_STATUS, warning: null, stopReason: null, region: null, queue: null, ...stored } as SessionStatus;
 }
 
 /** The view at this moment for a use case's dependencies. */

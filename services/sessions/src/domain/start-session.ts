@@ -15,14 +15,18 @@ import {
 } from "../data/session-repository";
 import type { SessionRow, VolumeRow } from "../data/session-tables";
 import { claimPoolInstance, releaseClaim } from "../data/pool-repository";
+import { clearRegionFull, joinQueue, markRegionFull, queueLengths } from "../data/queue-repository";
+import { inRegion, regionsToTry, type RegionChoice } from "./regions";
 import { publishSessionFailed } from "./session-events";
 import type { SessionsDomainDeps } from "./session-deps";
+import { queueMessage, queuedStatus } from "./queue";
 import { statusView, toSessionStatus, withCurrentFields, type SessionStatus } from "./session-status";
 
-export interface StartInput {
+export interface StartInput extends RegionChoice {
   accountId: string;
   accessToken: string;
-  region?: string;
+  /** Wait in line when every allowed region is full, rather than answer CLOUD_CAPACITY. */
+  queue?: boolean;
   idempotencyKey?: string;
 }
 
@@ -59,11 +63,8 @@ export async function startSession(deps: SessionsDomainDeps, input: StartInput):
 }
 
 async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<SessionStatus> {
-  const { db, settings, accounts, billing, cloud, logger, clock } = deps;
+  const { db, settings, accounts, billing, logger, clock } = deps;
   if (await findActiveSession(db, input.accountId)) throw alreadyRunning();
-  if (input.region !== undefined && input.region !== cloud.region) {
-    throw AppError.validation("region", `region ${input.region} is not offered; available: ${cloud.region}`);
-  }
 
   const account = await accounts.getStatus(input.accessToken);
   if (account.pendingDeletion) {
@@ -72,13 +73,14 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
       "The account is scheduled for deletion; cancel the deletion to start sessions",
     );
   }
+  const allowed = regionsToTry(deps.regions, input, account.preferences.region, settings.autoMaxRttMs);
 
   // The row is the claim: the partial unique index lets exactly one of many concurrent starts insert it.
   const session = await insertStartingSession(db, {
     id: randomUUID(),
     accountId: input.accountId,
     state: "starting",
-    region: cloud.region,
+    region: allowed[0]!,
     ratePerMinute: settings.ratePerMinute,
     currency: settings.currency,
     idleTimeoutMinutes: account.preferences.idleTimeoutMinutes ?? settings.defaultIdleTimeoutMinutes,
@@ -103,37 +105,110 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
     else await abandonStart(deps, session);
     throw err;
   }
+  const releaseHold = () =>
+    billing.releaseAuthorization(input.accessToken, authorization.authorizationId).catch((err: unknown) => {
+      // Billing also releases holds of sessions it never sees start; this is the fast path.
+      logger.warn({ err, sessionId: session.id }, "could not release the start hold");
+    });
 
-  const abandon = async () => {
+  // Nobody jumps the line: a region with players waiting counts as full for a new start.
+  const waiting = await queueLengths(db);
+  const full: string[] = [];
+  for (const region of allowed) {
+    if ((waiting.get(region) ?? 0) > 0) {
+      full.push(region);
+      continue;
+    }
+    let outcome: Provisioned;
+    try {
+      outcome = await provision(inRegion(deps, region), session, authorization);
+    } catch (err) {
+      await abandonStart(deps, session);
+      void releaseHold();
+      if (err instanceof AppError) throw err;
+      logger.error({ err, sessionId: session.id, region }, "instance launch failed");
+      throw AppError.unavailable("The cloud provider could not launch an instance, try again shortly");
+    }
+    if (outcome.kind === "full") {
+      full.push(region);
+      continue;
+    }
+    if (outcome.kind === "stopped") {
+      return settleStoppedDuringLaunch(
+        inRegion(deps, region),
+        session,
+        outcome.instanceId,
+        input.accessToken,
+        authorization.authorizationId,
+      );
+    }
+    return toSessionStatus(outcome.row, statusView(deps));
+  }
+
+  // Every allowed region is full.
+  if (input.queue) {
+    // Waiting holds no money: the balance and limits were checked above; metering starts when a machine runs.
+    const row = await joinQueue(
+      db,
+      session.id,
+      allowed,
+      authorization.storage.sizeGb,
+      clock.now(),
+      queueMessage(allowed, deps),
+    );
+    await releaseHold();
+    if (row) {
+      metrics.queueJoins.inc();
+      logger.info({ sessionId: session.id, regions: allowed }, "every allowed region is full: queued");
+      return queuedStatus(deps, row);
+    }
+  } else {
     await abandonStart(deps, session);
-    await billing
-      .releaseAuthorization(input.accessToken, authorization.authorizationId)
-      .catch((err: unknown) => {
-        // Billing also releases holds of sessions it never sees start; this is the fast path.
-        logger.warn({ err, sessionId: session.id }, "could not release the start hold");
-      });
-  };
+    void releaseHold();
+  }
+  throw new AppError(
+    "CLOUD_CAPACITY",
+    `No capacity in ${full.join(", ")} now; try again shortly, or start with queue: true to wait in line`,
+    503,
+    { "Retry-After": String(settings.capacityRetryAfterSeconds) },
+  );
+}
 
+type Provisioned =
+  | { kind: "started"; row: SessionRow }
+  | { kind: "full" }
+  /** Stopped (user, credits, purge) while its instance was being launched. */
+  | { kind: "stopped"; instanceId: string };
+
+/**
+ * Gives a starting session a machine in the region `deps` is for (see inRegion): its volume there, then the fastest
+ * instance. A full region is remembered as full (GET /regions) and answered `full`, leaving the row starting for
+ * the next region or the line; any other failure throws.
+ */
+export async function provision(
+  deps: SessionsDomainDeps,
+  session: SessionRow,
+  authorization: { authorizationId: string | null; storageGb: number } | StartAuthorization,
+): Promise<Provisioned> {
+  const { db, clock, logger, settings } = deps;
+  const region = deps.cloud.region;
+  const sizeGb = "storage" in authorization ? authorization.storage.sizeGb : authorization.storageGb;
   let volume: VolumeRow;
   let instanceId: string;
   let volumeAttached = false;
   try {
-    volume = await ensureVolume(deps, input.accountId, authorization.storage.sizeGb);
+    if (session.region !== region) await updateSessionIf(db, session.id, "starting", { region });
+    volume = await ensureVolume(deps, session.accountId, sizeGb);
     ({ instanceId, volumeAttached } = await acquireInstance(deps, session, volume));
   } catch (err) {
-    await abandon();
-    if (err instanceof CloudCapacityError) {
-      metrics.capacityFailures.inc();
-      logger.warn({ sessionId: session.id, cloudCode: err.cloudCode }, "cloud capacity error at start");
-      throw new AppError("CLOUD_CAPACITY", err.message, 503, {
-        "Retry-After": String(settings.capacityRetryAfterSeconds),
-      });
-    }
-    if (err instanceof AppError) throw err;
-    logger.error({ err, sessionId: session.id }, "instance launch failed");
-    throw AppError.unavailable("The cloud provider could not launch an instance, try again shortly");
+    if (!(err instanceof CloudCapacityError)) throw err;
+    metrics.capacityFailures.inc();
+    logger.warn({ sessionId: session.id, region, cloudCode: err.cloudCode }, "no capacity in the region");
+    const until = new Date(clock.now().getTime() + settings.capacityRetryAfterSeconds * 1000);
+    await markRegionFull(db, region, until);
+    return { kind: "full" };
   }
-
+  await clearRegionFull(db, region);
   // Metering starts when the reconciler sees the instance running (session.started), not here.
   const started = await updateSessionIf(db, session.id, "starting", {
     instanceId,
@@ -142,18 +217,10 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
     authorizationId: authorization.authorizationId,
     startedAt: clock.now(),
   });
-  if (started) {
-    // A pool machine is assigned by the reconciler: now, not at its next interval.
-    if (started.capacity !== "cold") deps.wake.reconciler();
-    return toSessionStatus(started, statusView(deps));
-  }
-  return settleStoppedDuringLaunch(
-    deps,
-    session,
-    instanceId,
-    input.accessToken,
-    authorization.authorizationId,
-  );
+  if (!started) return { kind: "stopped", instanceId };
+  // A pool machine is assigned by the reconciler: now, not at its next interval.
+  if (started.capacity !== "cold") deps.wake.reconciler();
+  return { kind: "started", row: started };
 }
 
 /**
@@ -208,7 +275,7 @@ async function acquireInstance(
  * The start gave up after billing may have placed a hold: the row goes, and session.failed (never ran)
  * in the same transaction tells billing to give the hold for this session back at once.
  */
-async function abandonStart(deps: SessionsDomainDeps, session: SessionRow): Promise<void> {
+export async function abandonStart(deps: SessionsDomainDeps, session: SessionRow): Promise<void> {
   await deps.db.transaction(async (tx) => {
     await deleteSession(tx, session.id);
     const ended = {
@@ -222,18 +289,20 @@ async function abandonStart(deps: SessionsDomainDeps, session: SessionRow): Prom
 }
 
 /** The session was stopped (user, credits, purge) while its instance was being launched: undo the launch. */
-async function settleStoppedDuringLaunch(
+export async function settleStoppedDuringLaunch(
   deps: SessionsDomainDeps,
   session: SessionRow,
   instanceId: string,
-  accessToken: string,
-  authorizationId: string,
+  accessToken: string | undefined,
+  authorizationId: string | null,
 ): Promise<SessionStatus> {
   const { db, cloud, billing, logger, clock } = deps;
   await cloud.terminateInstance(instanceId).catch((err: unknown) => {
     logger.error({ err, instanceId }, "could not terminate the instance of a session stopped during launch");
   });
-  await billing.releaseAuthorization(accessToken, authorizationId).catch(() => undefined);
+  if (accessToken && authorizationId) {
+    await billing.releaseAuthorization(accessToken, authorizationId).catch(() => undefined);
+  }
   const row = await updateSessionIf(db, session.id, "stopping", {
     state: "stopped",
     instanceId,
@@ -245,7 +314,7 @@ async function settleStoppedDuringLaunch(
 /** The account's volume, created at its storage tier's size on first use and kept across sessions. */
 async function ensureVolume(deps: SessionsDomainDeps, accountId: string, sizeGb: number): Promise<VolumeRow> {
   const { db, cloud, settings } = deps;
-  const existing = await findVolume(db, accountId);
+  const existing = await findVolume(db, accountId, cloud.region);
   if (existing) {
     if (existing.deleteRequestedAt) {
       throw new AppError("ACCOUNT_PENDING_DELETION", "The account's storage is being deleted");

@@ -1,6 +1,7 @@
 import { AppError } from "@cgs/shared";
 import { findActiveSession, updateSessionIf, type SessionsTx } from "../data/session-repository";
 import type { SessionRow, SpendLimitStop } from "../data/session-tables";
+import { inRegion } from "./regions";
 import { publishSessionStopped } from "./session-events";
 import type { SessionsDomainDeps } from "./session-deps";
 import { stopMessage, type StopReason } from "./play-state";
@@ -26,6 +27,18 @@ export async function requestStop(
   const active = await findActiveSession(tx, accountId, { forUpdate: true });
   if (onlySessionId !== undefined && active?.id !== onlySessionId) return undefined;
   if (!active || active.state === "stopping") return active;
+  if (active.state === "queued") {
+    // No machine and no hold: leaving the line ends it at once.
+    const left = await updateSessionIf(tx, active.id, "queued", {
+      state: "stopped",
+      stoppedAt: deps.clock.now(),
+      endedAt: deps.clock.now(),
+      stopReason: reason,
+      message: reason === "user" ? "Left the line; nothing was charged." : stopMessage(reason, active, limit),
+    });
+    if (left) await publishSessionStopped(deps, tx, left);
+    return left;
+  }
   const row = await updateSessionIf(tx, active.id, active.state, {
     state: "stopping",
     ready: false,
@@ -40,7 +53,7 @@ export async function requestStop(
 /** Terminates now rather than waiting for the reconciler; a failure is left for the reconciler to retry. */
 export async function terminateSoon(deps: SessionsDomainDeps, row: SessionRow | undefined): Promise<void> {
   if (!row?.instanceId) return;
-  await deps.cloud.terminateInstance(row.instanceId).catch((err: unknown) => {
+  await inRegion(deps, row.region).cloud.terminateInstance(row.instanceId).catch((err: unknown) => {
     deps.logger.warn({ err, instanceId: row.instanceId }, "terminate failed; the reconciler retries");
   });
 }

@@ -4,15 +4,29 @@ import { getAuth, getPrincipal, parseBody, readIdempotencyKey } from "@cgs/share
 import { createPairingPin, createVpnKey, getConnectInfo, pollSession } from "../domain/session-access";
 import type { SessionsDomainDeps } from "../domain/session-deps";
 import { keepPlaying } from "../domain/keep-playing";
+import { listRegions } from "../domain/regions";
 import { startSession } from "../domain/start-session";
 import { stopSession } from "../domain/stop-session";
+
+const REGION_ID = /^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$/;
 
 const startBodySchema = z
   .object({
     region: z
       .string()
-      .regex(/^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$/, "must be a region name such as us-east-1")
+      .regex(/^(auto|[a-z]{2}(-[a-z]+)+-[0-9]{1,2})$/, "must be auto or a region id such as us-east-1")
       .optional(),
+    regions: z
+      .array(z.string().regex(REGION_ID, "must be a region id such as us-east-1"))
+      .min(1)
+      .max(16)
+      .optional(),
+    maxRttMs: z.number().int().min(1).max(2_000).optional(),
+    rttMs: z
+      .record(z.string().regex(REGION_ID, "keys must be region ids"), z.number().min(0).max(60_000))
+      .refine((m) => Object.keys(m).length <= 16, "must measure at most 16 regions")
+      .optional(),
+    queue: z.boolean().optional(),
   })
   .strict();
 
@@ -36,10 +50,13 @@ export function sessionRoutes(deps: SessionsDomainDeps): (router: Router) => voi
       const status = await startSession(deps, {
         accountId: principal.identityUserId,
         accessToken,
-        region: body.region,
+        ...body,
         idempotencyKey: readIdempotencyKey(req),
       });
       res.status(200).json(status);
+    });
+    router.get("/regions", async (_req, res) => {
+      res.status(200).json(await listRegions(deps));
     });
     router.post("/sessions/stop", async (_req, res) => {
       res.status(200).json(await stopSession(deps, getPrincipal(res).identityUserId));

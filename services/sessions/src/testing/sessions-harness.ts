@@ -70,6 +70,7 @@ export interface SessionsHarness {
   billing: BillingStandIn;
   accounts: AccountsStandIn;
   cloud: SimulatedCloudProvider;
+  regions: ReadonlyMap<string, SimulatedCloudProvider>;
   streamingHost: SimulatedStreamingHost;
   /** Per-instance streaming-host credentials (sealed in the sessions database) and report keys. */
   vault: StreamingCredentialVault;
@@ -189,10 +190,12 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
     ...(options.privateNetwork ? { privateNetwork: options.privateNetwork(database.db) } : {}),
     ...(options.simulation ? { simulation: options.simulation } : {}),
   });
-  const cloud = adapters.simulator!.cloud;
-  const streamingHost = adapters.simulator!.streamingHost!;
+  const simulator = adapters.simulator!;
+  const cloud = simulator.cloud;
+  const streamingHost = simulator.streamingHost!;
   const privateNetwork = adapters.privateNetwork as SimulatedPrivateNetwork;
-  closers.unshift(() => cloud.close());
+  simulator.beacons!.adopt(await simulator.beacons!.server.listen(0));
+  closers.unshift(() => simulator.close());
   const deps = domainDepsFor(config, adapters, database.db, logger, options.clock);
   const context: SessionsContext = {
     config,
@@ -209,7 +212,7 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
     });
   }
   const contractViolations: string[] = [];
-  const sessionsApp = createApp(context, deps, { cloud, streamingHost });
+  const sessionsApp = createApp(context, deps, simulator);
   const app =
     options.contractCheck === false ? sessionsApp : contractChecked(sessionsApp, contractViolations);
   const service = await startServer(app, { port: 0, logger, shutdownGraceMs: 1_000 });
@@ -257,6 +260,8 @@ export async function startSessionsHarness(options: HarnessOptions = {}): Promis
     billing,
     accounts,
     cloud,
+    /** Every simulated region's cloud, by region id (REGIONS in `env`). */
+    regions: simulator.regions,
     streamingHost,
     vault: adapters.vault,
     reportQueueUrl: adapters.reportQueueUrl,
