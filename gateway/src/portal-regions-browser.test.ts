@@ -77,14 +77,26 @@ describeWithChromium("the portal regions browser test")("the portal, regions and
 
   const text = async (selector: string) => ((await page.textContent(selector)) ?? "").trim();
 
-  async function regionRows(): Promise<{ name: string; rtt: string; capacity: string; line: string }[]> {
+  async function regionRows(): Promise<{ name: string; rtt: string; capacity: string }[]> {
     const rows = page.locator("#regions-body tr");
     const out = [];
     for (let i = 0; i < (await rows.count()); i++) {
-      const [name, rtt, capacity, line] = await rows.nth(i).locator("td").allTextContents();
-      out.push({ name: name!, rtt: rtt!, capacity: capacity!, line: line! });
+      const [name, rtt, capacity] = await rows.nth(i).locator("td").allTextContents();
+      out.push({ name: name!, rtt: rtt!, capacity: capacity! });
     }
     return out;
+  }
+
+  async function waitUntilRows(
+    ok: (rows: { name: string; rtt: string; capacity: string }[]) => boolean,
+  ): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    let rows = await regionRows();
+    while (!ok(rows)) {
+      if (Date.now() > deadline) throw new Error(`the Region panel still shows ${JSON.stringify(rows)}`);
+      await page.waitForTimeout(200);
+      rows = await regionRows();
+    }
   }
 
   it("when the player opens the Play page, then the Region panel lists the regions nearest first with the measured round trips, the nearest marked", async () => {
@@ -97,12 +109,9 @@ describeWithChromium("the portal regions browser test")("the portal, regions and
     expect(near).toBeGreaterThanOrEqual(20);
     expect(near).toBeLessThan(100);
     expect(far).toBeGreaterThanOrEqual(120);
-    expect(rows.map((r) => [r.capacity, r.line])).toEqual([
-      ["Available", "0"],
-      ["Available", "0"],
-    ]);
-    // The account never saved a preference: the default region (not offered here) falls back to auto.
-    expect(await page.inputValue("#region-choice")).toBe("auto");
+    expect(rows.map((r) => r.capacity)).toEqual(["Available", "Available"]);
+    // The account never saved a preference: the choice starts at the contract's default region.
+    expect(await page.inputValue("#region-choice")).toBe("us-east-1");
     expect(await page.locator("#region-choice option").allTextContents()).toEqual([
       "Nearest (auto)",
       "US East (N. Virginia)",
@@ -117,6 +126,7 @@ describeWithChromium("the portal regions browser test")("the portal, regions and
     page.on("request", (r) => {
       if (r.url().endsWith("/api/v1/sessions/start")) sent.push(r.postDataJSON());
     });
+    await page.selectOption("#region-choice", "auto");
     await page.click("#start");
     await page.locator("#session-state", { hasText: /Starting|Running/ }).waitFor();
     await page.locator("#session-region", { hasText: "Europe (Ireland)" }).waitFor({ timeout: 10_000 });
@@ -136,10 +146,13 @@ describeWithChromium("the portal regions browser test")("the portal, regions and
     try {
       // Start waits out the previous refusal's Retry-After, if any.
       await page.locator("#start:not([disabled])").waitFor();
+      await page.selectOption("#region-choice", "auto");
       await page.click("#start");
       const message = page.locator("#session-message");
       await message.filter({ hasText: "Every region you allowed is full" }).waitFor({ timeout: 20_000 });
       expect(await page.isVisible("#wait-in-line")).toBe(true);
+      // The panel re-reads capacity after the refusal (keeping the measured round trips).
+      await waitUntilRows((rows) => rows.every((r) => r.capacity === "Full" && / ms$/.test(r.rtt)));
       await screenshots(page, "play-capacity");
 
       await page.click("#wait-in-line");
@@ -151,6 +164,9 @@ describeWithChromium("the portal regions browser test")("the portal, regions and
         })
         .waitFor();
       expect(await page.isVisible("#wait-in-line")).toBe(false);
+      // Nothing is charged while in line: no elapsed time, no cost.
+      expect([await text("#session-elapsed"), await text("#session-cost")]).toEqual(["—", "—"]);
+      await waitUntilRows((rows) => rows.every((r) => r.capacity === "Full, 1 in line"));
       const leave = page.locator("#stop");
       expect(await leave.textContent()).toBe("Leave the line");
       expect(await seriousViolations(page)).toEqual([]);

@@ -57,7 +57,7 @@ export function homePage(): string {
 <p class="muted">The round trip from this browser to each region, measured now: the lower, the more responsive play feels.</p>
 <div class="table-wrap">
 <table id="regions-table" hidden>
-<thead><tr><th scope="col">Region</th><th scope="col" class="num">Round trip</th><th scope="col">Capacity</th><th scope="col" class="num">In line</th></tr></thead>
+<thead><tr><th scope="col">Region</th><th scope="col" class="num">Round trip</th><th scope="col">Capacity</th></tr></thead>
 <tbody id="regions-body"></tbody>
 </table>
 </div>

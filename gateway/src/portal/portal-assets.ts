@@ -70,7 +70,7 @@ body.app { display: block; padding: 0; }
 .page { max-width: 56rem; margin: 0 auto; padding: 1.5rem 1.25rem 3rem; }
 .panel { background: var(--panel); border-radius: 12px; padding: 1.25rem; margin-bottom: 1.25rem; box-shadow: 0 2px 12px rgba(0,0,0,.08); }
 .panel.danger { border: 1px solid var(--err); }
-.facts { display: grid; grid-template-columns: repeat(auto-fit, minmax(9rem, 1fr)); gap: .75rem 1rem; margin: 0; }
+.facts { display: grid; grid-template-columns: repeat(auto-fit, minmax(8rem, 1fr)); gap: .75rem 1rem; margin: 0; }
 .facts dt { color: var(--muted); font-size: .85rem; }
 .facts dd { margin: .15rem 0 0; font-weight: 600; overflow-wrap: anywhere; }
 .big { font-size: 2rem; font-weight: 700; margin: 0; }

@@ -8,8 +8,7 @@ import "./layout.js";
 import { COUNTED_SAMPLES, listRegions, measure, type MeasuredRegion, type Region } from "./regions.js";
 
 type SessionStatus = components["schemas"]["SessionStatus"];
-// The generator makes fields with a default (maxRttMs, queue) required; a request may leave them out.
-type StartSessionRequest = Partial<components["schemas"]["StartSessionRequest"]>;
+type StartSessionRequest = components["schemas"]["StartSessionRequest"];
 type Preferences = components["schemas"]["Preferences"];
 interface Credits {
   balance: number;
@@ -89,6 +88,8 @@ const STATE_TEXT: Record<SessionStatus["state"], string> = {
   failed: "Failed",
 };
 const ACTIVE = new Set(["queued", "starting", "running", "stopping"]);
+/** The active states that are charged: waiting in line costs nothing. */
+const CHARGED = new Set(["starting", "running", "stopping"]);
 
 function explain(failure: ApiFailure): void {
   el.message.replaceChildren();
@@ -107,6 +108,7 @@ function explain(failure: ApiFailure): void {
       startBlockedUntil = Date.now() + wait * 1000;
       el.message.textContent = `Every region you allowed is full right now. Nothing was charged. Try again in ${wait} s, or wait in line for the next free machine (free of charge while you wait).`;
       el.waitInLine.hidden = refusedStart === null;
+      void refreshAvailability();
       break;
     }
     case "SESSION_ALREADY_RUNNING":
@@ -143,13 +145,13 @@ function explain(failure: ApiFailure): void {
 }
 
 function elapsedSeconds(): number {
-  if (!session?.startedAt || !ACTIVE.has(session.state)) return 0;
+  if (!session?.startedAt || !CHARGED.has(session.state)) return 0;
   return (Date.now() - new Date(session.startedAt).getTime()) / 1000;
 }
 
 /** Once a second, without a request: elapsed time, cost so far, the PIN countdown, the capacity wait. */
 function tick(): void {
-  const active = session !== null && ACTIVE.has(session.state);
+  const active = session !== null && CHARGED.has(session.state);
   const seconds = elapsedSeconds();
   el.elapsed.textContent = active && session?.startedAt ? clock(seconds) : "—";
   // Play is charged per started minute at the wallet's rate.
@@ -191,7 +193,7 @@ function renderSession(next: SessionStatus): void {
   el.state.dataset.state = next.state;
   el.region.textContent = next.region ? regionName(next.region) : "—";
   el.ready.textContent = next.ready ? "Yes" : "No";
-  el.started.textContent = next.startedAt ? dateTime(next.startedAt) : "—";
+  el.started.textContent = next.startedAt && next.state !== "queued" ? dateTime(next.startedAt) : "—";
   el.stop.disabled = !(next.state === "queued" || next.state === "starting" || next.state === "running");
   el.stop.hidden = !ACTIVE.has(next.state);
   el.stop.textContent = next.state === "queued" ? "Leave the line" : "Stop";
@@ -372,6 +374,8 @@ async function start(request: StartSessionRequest, button: HTMLButtonElement): P
     return;
   }
   refusedStart = null;
+  // Rendered first: a new state clears the previous state's note.
+  renderSession(res.body);
   say(
     el.message,
     res.body.state === "queued"
@@ -379,8 +383,8 @@ async function start(request: StartSessionRequest, button: HTMLButtonElement): P
       : "Session starting. This page updates by itself.",
     "success",
   );
-  renderSession(res.body);
   schedulePoll(res.body.state === "queued" ? QUEUED_POLL_MS : FAST_POLL_MS);
+  if (res.body.state === "queued") void refreshAvailability();
   void loadCredits();
 }
 
@@ -401,6 +405,7 @@ el.stop.addEventListener("click", async () => {
     explain(res.failure);
     return;
   }
+  renderSession(res.body);
   say(
     el.message,
     res.body.state === "stopped"
@@ -408,7 +413,6 @@ el.stop.addEventListener("click", async () => {
       : "Stopping the session. Play is charged until the instance is gone.",
     "info",
   );
-  renderSession(res.body);
   schedulePoll(FAST_POLL_MS);
 });
 
@@ -447,15 +451,25 @@ function renderRegions(list: readonly MeasuredRegion[]): void {
       rtt.className = "num";
       rtt.textContent = region.rttMs === null ? "No answer" : `${region.rttMs} ms`;
       const capacity = document.createElement("td");
-      capacity.textContent = region.available ? "Available" : "Full";
-      const queue = document.createElement("td");
-      queue.className = "num";
-      queue.textContent = String(region.queueLength);
-      row.append(name, rtt, capacity, queue);
+      capacity.textContent = [
+        region.available ? "Available" : "Full",
+        ...(region.queueLength > 0 ? [`${region.queueLength} in line`] : []),
+      ].join(", ");
+      row.append(name, rtt, capacity);
       return row;
     }),
   );
   el.regionsTable.hidden = list.length === 0;
+}
+
+/** Capacity and lines change by the minute: re-read them, keeping this browser's measurements. */
+async function refreshAvailability(): Promise<void> {
+  const listed = await listRegions();
+  if (!listed.ok) return;
+  const now = new Map(listed.regions.map((r) => [r.id, r]));
+  const list = (await measured).map((r) => ({ ...r, ...now.get(r.id), rttMs: r.rttMs }));
+  measured = Promise.resolve(list);
+  renderRegions(list);
 }
 
 function fillChoice(preferred: string | null): void {
