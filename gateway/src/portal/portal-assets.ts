@@ -78,6 +78,7 @@ body.app { display: block; padding: 0; }
 .state[data-state=failed] { color: var(--err); }
 progress { width: 100%; margin-top: 1rem; accent-color: var(--accent); }
 .progress-text { margin: .25rem 0 0; }
+progress[hidden] + .progress-text { margin-top: 1rem; }
 .actions { display: flex; gap: .75rem; flex-wrap: wrap; }
 .play { display: grid; grid-template-columns: repeat(auto-fit, minmax(16rem, 1fr)); gap: 1rem 2rem; border-top: 1px solid var(--border); margin-top: 1rem; }
 .pin { font: 700 2.4rem ui-monospace, monospace; letter-spacing: .3rem; }

@@ -83,7 +83,14 @@ export function preferencesFields(doc: OpenApiDocument): string {
     .map(([key, raw]) => {
       const schema = resolve(doc, raw);
       const id = `pref-${key}`;
-      const { label, hint } = describe(key, schema.description);
+      // The contract describes the region's ids for API clients; the select shows names and explains auto.
+      const { label, hint } =
+        key === "region"
+          ? {
+              label: "Preferred region for new sessions",
+              hint: "Nearest (auto): the device that starts a session measures every region and starts in the nearest.",
+            }
+          : describe(key, schema.description);
       const hintHtml = `<p id="${id}-hint" class="hint">${escapeHtml(hint)}</p>`;
       const errorHtml = `<p id="${id}-error" class="field-error" aria-live="polite"></p>`;
       if (schema.type === "boolean" && !schema.enum) {
