@@ -11,8 +11,6 @@ import {
 } from "../../test/harnesses/portal-platform-kit";
 
 const GATEWAY_PORT = 18790;
-// The beacons of this platform's simulated regions, on a port of its own (other platform tests run beside it).
-const BEACON_PORT = GATEWAY_PORT + 8;
 // The farther region comes first in the configured order, so a start that ignored the browser's measurements
 // (auto without rttMs tries the configured order) would land there and fail the test.
 const REGIONS = [
@@ -20,8 +18,9 @@ const REGIONS = [
   { id: "eu-west-1", name: "Europe (Ireland)", latencyMs: 20 },
 ];
 
-// The Play page's Region panel and the line in real Chromium, against the running platform (npm start's launcher)
-// with two simulated regions whose beacons answer after different delays.
+// The Play page's Region panel and the line in real Chromium, against the running platform (npm start's launcher,
+// which points the portal's CSP at its beacons) with two simulated regions whose beacons answer after different
+// delays.
 describeWithChromium("the portal regions browser test")("the portal, regions and the line", () => {
   let platform: LaunchedPlatform;
   let browser: Browser;
@@ -32,8 +31,6 @@ describeWithChromium("the portal regions browser test")("the portal, regions and
 
   beforeAll(async () => {
     platform = await launchPortalPlatform("portal-regions", GATEWAY_PORT, {
-      SIMULATOR_BEACON_PORT: String(BEACON_PORT),
-      PORTAL_BEACON_ORIGINS: `http://127.0.0.1:${BEACON_PORT}`,
       CLOUD_CAPACITY_RETRY_AFTER_SECONDS: "1",
       REGIONS: JSON.stringify(
         REGIONS.map((r) => ({ id: r.id, name: r.name, simulator: { latencyMs: r.latencyMs, capacity: 4 } })),
@@ -110,8 +107,8 @@ describeWithChromium("the portal regions browser test")("the portal, regions and
     expect(near).toBeLessThan(100);
     expect(far).toBeGreaterThanOrEqual(120);
     expect(rows.map((r) => r.capacity)).toEqual(["Available", "Available"]);
-    // The account never saved a preference: the choice starts at the contract's default region.
-    expect(await page.inputValue("#region-choice")).toBe("us-east-1");
+    // The account never saved a preference: the choice starts at the default, the nearest.
+    expect(await page.inputValue("#region-choice")).toBe("auto");
     expect(await page.locator("#region-choice option").allTextContents()).toEqual([
       "Nearest (auto)",
       "US East (N. Virginia)",

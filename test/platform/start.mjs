@@ -99,6 +99,15 @@ const services = [
 const metricsOffset = Number(process.env.METRICS_PORT_OFFSET ?? 1000);
 for (const service of services) service.metricsPort = service.port + metricsOffset;
 
+// The simulated regions' latency beacons (sessions listens; the portal measures them from the browser).
+const beaconPort = servicePortBase + 9;
+/** Three simulated regions, near to far, so the portal's and the CLI's choice of the nearest can be seen. */
+const localRegions = [
+  { id: "eu-west-1", name: "Europe (Ireland)", simulator: { latencyMs: 25 } },
+  { id: "us-east-1", name: "US East (N. Virginia)", simulator: { latencyMs: 90 } },
+  { id: "ap-southeast-1", name: "Asia Pacific (Singapore)", simulator: { latencyMs: 210 } },
+];
+
 const children = [];
 let startedPeers = [];
 let headscaleStarted = false;
@@ -260,7 +269,8 @@ async function main() {
 
   // A stale process on a port would answer our readiness probes in place of the one we start.
   for (const service of services) {
-    for (const port of [service.port, service.metricsPort]) {
+    const ports = [service.port, service.metricsPort, ...(service.name === "sessions" ? [beaconPort] : [])];
+    for (const port of ports) {
       if (await portInUse(port)) {
         throw new Error(
           `port ${port} (${service.name}) is already in use: is another npm start running? ` +
@@ -323,7 +333,16 @@ async function main() {
     const own = {
       ...common,
       PGLITE_DATA_DIR: path.join(pgliteRoot, service.name),
-      ...(service.name === "sessions" ? privateNetwork : {}),
+      ...(service.name === "sessions"
+        ? {
+            ...privateNetwork,
+            SIMULATOR_BEACON_PORT: String(beaconPort),
+            ...(process.env.CLOUD_PROVIDER === "ec2" || process.env.REGIONS
+              ? {}
+              : { REGIONS: JSON.stringify(localRegions) }),
+          }
+        : {}),
+      ...(service.name === "gateway" ? { PORTAL_BEACON_ORIGINS: `http://127.0.0.1:${beaconPort}` } : {}),
       ...Object.fromEntries(
         services.filter((s) => s.urlVar).map((s) => [s.urlVar, `http://127.0.0.1:${s.port}`]),
       ),

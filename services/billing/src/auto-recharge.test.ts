@@ -24,15 +24,12 @@ import { billingEventHandlers } from "./events/billing-event-handlers";
 import {
   startBillingTestService,
   STRIPE_MOCK_URL,
-  TEST_WEBHOOK_SECRET,
   testClock,
   type BillingTestService,
 } from "./testing/billing-harness";
-import { creditWallet, stripeEvent } from "./testing/wallet-fixtures";
+import { creditWallet, postSignedEvent, sessionStarted, stripeEvent } from "./testing/wallet-fixtures";
 
 const contract = createContractChecker();
-const signer = new Stripe("sk_test_billing");
-const WEBHOOK = "/api/v1/billing/stripe-webhook";
 const MINUTE = 60_000;
 const RATE = 100;
 const STORAGE = 200; // the basic tier's charge for the period, taken from the first credit
@@ -126,17 +123,7 @@ describe("auto-recharge (real PostgreSQL, stripe-mock for Stripe's API, signed e
     return res;
   }
 
-  const send = (event: Stripe.Event) => {
-    const payload = JSON.stringify(event);
-    return request(svc.url)
-      .post(WEBHOOK)
-      .set("content-type", "application/json")
-      .set(
-        "stripe-signature",
-        signer.webhooks.generateTestHeaderString({ payload, secret: TEST_WEBHOOK_SECRET }),
-      )
-      .send(payload);
-  };
+  const send = (event: Stripe.Event) => postSignedEvent(svc.url, event);
   const deliver = async (event: Stripe.Event) => {
     const res = await send(event);
     expect(res.status).toBe(200);
@@ -176,15 +163,7 @@ describe("auto-recharge (real PostgreSQL, stripe-mock for Stripe's API, signed e
     const sessionId = `s-${randomUUID()}`;
     await authorizeStart(svc.deps, acct, { sessionId, ratePerMinute: RATE, currency: "USD" });
     const startedAt = clock.now();
-    await consume(
-      createEvent("session.started", acct, {
-        sessionId,
-        instanceId: "i-1",
-        ratePerMinute: RATE,
-        currency: "USD",
-        startedAt: startedAt.toISOString(),
-      }),
-    );
+    await consume(sessionStarted(acct, { sessionId, ratePerMinute: RATE, startedAt }));
     const stop = () =>
       createEvent("session.stopped", acct, {
         sessionId,

@@ -11,16 +11,10 @@ import { authorizeStart } from "./domain/start-authorization";
 import { createStripeClient } from "./adapters/stripe-client";
 import { createStripePaymentProvider } from "./adapters/stripe-payment-provider";
 import type { RefundRequest } from "./adapters/payment-provider";
-import {
-  startBillingTestService,
-  STRIPE_MOCK_URL,
-  TEST_WEBHOOK_SECRET,
-  type BillingTestService,
-} from "./testing/billing-harness";
-import { checkoutEvent, placeTopup, stripeEvent } from "./testing/wallet-fixtures";
+import { startBillingTestService, STRIPE_MOCK_URL, type BillingTestService } from "./testing/billing-harness";
+import { checkoutEvent, placeTopup, postSignedEvent, stripeEvent } from "./testing/wallet-fixtures";
 
 const contract = createContractChecker();
-const signer = new Stripe("sk_test_billing");
 const WEBHOOK = "/api/v1/billing/stripe-webhook";
 const STORAGE = 200; // the basic tier's charge for the current period, paid from the first top-up
 
@@ -92,17 +86,7 @@ describe("refunds, disputes and payments that must not be credited (real Postgre
   });
   afterAll(() => svc.close());
 
-  const send = (event: Stripe.Event) => {
-    const payload = JSON.stringify(event);
-    return request(svc.url)
-      .post(WEBHOOK)
-      .set("content-type", "application/json")
-      .set(
-        "stripe-signature",
-        signer.webhooks.generateTestHeaderString({ payload, secret: TEST_WEBHOOK_SECRET }),
-      )
-      .send(payload);
-  };
+  const send = (event: Stripe.Event) => postSignedEvent(svc.url, event);
   const deliver = async (event: Stripe.Event) => {
     const res = await send(event);
     expect(res.status).toBe(200);

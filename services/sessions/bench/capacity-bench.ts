@@ -157,9 +157,9 @@ async function simulateDay(pools: boolean): Promise<DayResult> {
   const reconcileMs = h.config.RECONCILER_INTERVAL_MS;
   const poolTickMs = h.config.POOL_INTERVAL_MS;
   let reconcileNow = false;
-  h.deps.wake.reconciler = () => {
+  h.deps.wake.onReconciler(() => {
     reconcileNow = true;
-  };
+  });
   const hosts = h.cloud.hosts!;
   const visits = dayOfDemand(dayStart);
   const end = dayStart + (DAY_FROM_HOUR + DAY_HOURS) * 3_600_000;

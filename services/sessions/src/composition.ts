@@ -60,6 +60,7 @@ import {
   type EventPublisher,
   type SessionSettings,
   type SessionsDomainDeps,
+  Wakeups,
 } from "./domain/session-deps";
 
 /**
@@ -248,7 +249,8 @@ export function buildAdapters(
               // Regions without a beacon of their own answer from the simulator's.
               adopt: (base: string) => {
                 for (const [i, fleet] of fleets.entries()) {
-                  if (!config.REGIONS[i]!.beaconUrl) fleet.beaconUrl = `${base}/${encodeURIComponent(fleet.id)}`;
+                  if (!config.REGIONS[i]!.beaconUrl)
+                    fleet.beaconUrl = `${base}/${encodeURIComponent(fleet.id)}`;
                 }
               },
             },
@@ -403,7 +405,8 @@ export function domainDepsFor(
   logger: Logger,
   clock: Clock = systemClock,
 ): SessionsDomainDeps {
-  const { regions, cloud, streamingHost, privateNetwork, accounts, billing, hostSecrets, assigner } = adapters;
+  const { regions, cloud, streamingHost, privateNetwork, accounts, billing, hostSecrets, assigner } =
+    adapters;
   const settings = sessionSettingsFrom(config);
   return {
     regions,
@@ -417,8 +420,7 @@ export function domainDepsFor(
     db,
     logger,
     clock,
-    // startSessionsWorkers points these at its workers.
-    wake: { reconciler: () => undefined },
+    wake: new Wakeups(),
     estimates: new StartEstimates(settings.startEstimates),
     settings,
     events: outboxPublisher(config.QUEUE_NAME_PREFIX),
@@ -568,16 +570,28 @@ export async function startSessionsWorkers(
     },
     queueLog,
   );
+  let beaconRetry: NodeJS.Timeout | undefined;
   if (options.simulator?.beacons) {
     const { server, adopt } = options.simulator.beacons;
-    try {
-      adopt(await server.listen(config.SIMULATOR_BEACON_PORT));
-    } catch (err) {
-      // The regions still work; only measuring their latency locally does not.
-      logger.error({ err, port: config.SIMULATOR_BEACON_PORT }, "the simulated regions' beacons could not listen");
-    }
+    // The regions work without their beacons; only measuring their latency locally does not. A port still held by
+    // a process on its way out (a restart) is tried again for a minute.
+    const listen = async (attempt: number): Promise<void> => {
+      try {
+        adopt(await server.listen(config.SIMULATOR_BEACON_PORT));
+      } catch (err) {
+        const again = attempt < 12;
+        logger[again ? "warn" : "error"](
+          { err, port: config.SIMULATOR_BEACON_PORT, attempt },
+          again
+            ? "the simulated regions' beacons could not listen yet"
+            : "the simulated regions' beacons could not listen",
+        );
+        if (again) beaconRetry = setTimeout(() => void listen(attempt + 1), 5_000).unref();
+      }
+    };
+    await listen(1);
   }
-  deps.wake.reconciler = () => reconcile.kick();
+  const stopWaking = deps.wake.onReconciler(() => reconcile.kick());
   const playSweep = startPeriodicWorker(
     "play-sweep",
     config.IDLE_SWEEP_INTERVAL_MS,
@@ -604,7 +618,9 @@ export async function startSessionsWorkers(
     () => orphans.stop(),
     () => playSweep.stop(),
     ...pools.map((pool) => () => pool.stop()),
+    stopWaking,
     () => queue.stop(),
+    () => clearTimeout(beaconRetry),
     stopCounting,
   );
   if (options.simulator) closers.push(() => options.simulator!.close());

@@ -13,9 +13,7 @@ import { z } from "zod";
 
 const DEV_PIN_SECRET = "local-development-pin-secret-change-me";
 
-const regionId = z
-  .string()
-  .regex(/^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$/, "must be a region id such as eu-west-1");
+const regionId = z.string().regex(/^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$/, "must be a region id such as eu-west-1");
 
 /** One region sessions run in: its own streaming fleet (EC2 settings) and latency beacon. */
 const regionSchema = z

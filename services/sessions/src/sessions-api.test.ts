@@ -32,6 +32,8 @@ const idle = {
   message: null,
   warning: null,
   stopReason: null,
+  region: null,
+  queue: null,
 };
 
 async function outboxEvents(accountId: string) {

@@ -18,6 +18,7 @@ import { pollSession } from "./domain/session-access";
 import { startSession } from "./domain/start-session";
 import { stopSession } from "./domain/stop-session";
 import { startSessionsHarness, type SessionsHarness } from "./testing/sessions-harness";
+import { onCloud } from "./testing/on-cloud";
 
 let h: SessionsHarness;
 let ec2: EC2Client;
@@ -98,7 +99,7 @@ describe("the session lifecycle on the EC2 adapter (moto)", () => {
       installed: (ip) => installedByIp.get(ip),
     });
     const installedByIp = new Map<string, StreamingCredentials>();
-    const deps: SessionsDomainDeps = { ...h.deps, cloud: issuing, streamingHost: host };
+    const deps: SessionsDomainDeps = { ...onCloud(h.deps, issuing), streamingHost: host };
     const reconciler = new Reconciler(deps, settings);
     const acct = account();
     const token = await h.token(acct);
@@ -178,7 +179,7 @@ describe("a stop that lands while the instance is being launched", () => {
         return out;
       },
     });
-    const deps: SessionsDomainDeps = { ...h.deps, cloud: slowCloud };
+    const deps: SessionsDomainDeps = onCloud(h.deps, slowCloud);
     const starting = startSession(deps, { accountId: acct, accessToken: token });
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect((await stopSession(h.deps, acct)).state).toBe("stopping");
@@ -203,7 +204,7 @@ describe("a launch whose response is lost (EC2 on moto)", () => {
       },
       listManagedInstances: () => real.listManagedInstances(),
     });
-    const deps: SessionsDomainDeps = { ...h.deps, cloud: lossy };
+    const deps: SessionsDomainDeps = onCloud(h.deps, lossy);
     const acct = account();
     const token = await h.token(acct);
 
@@ -214,7 +215,7 @@ describe("a launch whose response is lost (EC2 on moto)", () => {
     const before = await real.listManagedInstances();
     expect(before.instances.filter((i) => i.accountId === acct)).toHaveLength(1);
 
-    const swept = await new Reconciler({ ...h.deps, cloud: real }, settings).sweepOrphans();
+    const swept = await new Reconciler(onCloud(h.deps, real), settings).sweepOrphans();
     expect(swept.terminated).toEqual([before.instances.find((i) => i.accountId === acct)!.instanceId]);
     expect((await real.listManagedInstances()).instances).toEqual([]);
   });

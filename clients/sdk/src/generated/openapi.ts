@@ -967,9 +967,9 @@ export interface components {
        */
       codec: "h264" | "h265" | "av1";
       /**
-       * @description Preferred region for new sessions: a region id from `GET /api/v1/regions`, or `auto` (clients measure every region's beacon and start in the nearest within their bound), e.g. `eu-west-1`.
-       * @default us-east-1
-       * @example us-east-1
+       * @description Preferred region for new sessions: a region id from `GET /api/v1/regions`, or `auto` (the default: clients measure every region's beacon and start in the nearest within their bound; a start without measurements tries the regions in the service's order), e.g. `eu-west-1`.
+       * @default auto
+       * @example auto
        */
       region: string;
       /**

@@ -16,7 +16,7 @@ export const DEFAULT_PREFERENCES: Readonly<Preferences> = Object.freeze({
   fps: 60,
   bitrateKbps: 20_000,
   codec: "h264",
-  region: "us-east-1",
+  region: "auto",
   idleTimeoutMinutes: 15,
   maxSessionLengthMinutes: 720,
 });

@@ -7,7 +7,7 @@ import { ledgerEntriesTable, walletsTable } from "../data/billing-tables";
 import { findLedgerMismatches } from "../data/wallet-repository";
 import { billingEventHandlers } from "../events/billing-event-handlers";
 import { startBillingTestService, testClock, type BillingTestService } from "../testing/billing-harness";
-import { creditWallet } from "../testing/wallet-fixtures";
+import { creditWallet, sessionStarted } from "../testing/wallet-fixtures";
 import { meterRunningSessions } from "./metering";
 import { chargeStoragePeriods } from "./storage-billing";
 
@@ -60,15 +60,7 @@ describe("spending limits (real PostgreSQL, controlled clock, UTC days and month
     expect(auth.status).toBe(200);
     const sessionId = `s-${randomUUID()}`;
     const startedAt = clock.now();
-    await consume(
-      createEvent("session.started", acct, {
-        sessionId,
-        instanceId: "i-1",
-        ratePerMinute: RATE,
-        currency: "USD",
-        startedAt: startedAt.toISOString(),
-      }),
-    );
+    await consume(sessionStarted(acct, { sessionId, ratePerMinute: RATE, startedAt }));
     return { sessionId, startedAt };
   }
 

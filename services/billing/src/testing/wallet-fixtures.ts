@@ -1,5 +1,8 @@
 import { randomUUID } from "node:crypto";
+import StripeClient from "stripe";
 import type Stripe from "stripe";
+import { createEvent, type AnyEvent } from "@cgs/shared";
+import { TEST_WEBHOOK_SECRET } from "./billing-harness";
 import type { BillingDeps } from "../domain/billing-deps";
 import { insertTopup } from "../data/payment-repository";
 import { applyStripeEvent } from "../domain/stripe-events";
@@ -92,4 +95,39 @@ export async function creditWallet(
   const outcome = await applyStripeEvent(deps, topup.paid);
   if (outcome !== "credited") throw new Error(`could not credit ${accountId}: ${outcome}`);
   return topup;
+}
+
+export const WEBHOOK_PATH = "/api/v1/billing/stripe-webhook";
+const signer = new StripeClient("sk_test_billing");
+
+/** Posts `event` to the webhook at `baseUrl` (billing or the gateway), signed with the test secret as Stripe signs. */
+export async function postSignedEvent(
+  baseUrl: string,
+  event: Stripe.Event,
+): Promise<{ status: number; body: unknown }> {
+  const payload = JSON.stringify(event);
+  const res = await fetch(`${baseUrl}${WEBHOOK_PATH}`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "stripe-signature": signer.webhooks.generateTestHeaderString({ payload, secret: TEST_WEBHOOK_SECRET }),
+    },
+    body: payload,
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined };
+}
+
+/** session.started as the sessions service publishes it when the account's instance reaches running. */
+export function sessionStarted(
+  accountId: string,
+  session: { sessionId: string; ratePerMinute: number; startedAt: Date; currency?: string },
+): AnyEvent {
+  return createEvent("session.started", accountId, {
+    sessionId: session.sessionId,
+    instanceId: "i-1",
+    ratePerMinute: session.ratePerMinute,
+    currency: session.currency ?? "USD",
+    startedAt: session.startedAt.toISOString(),
+  });
 }

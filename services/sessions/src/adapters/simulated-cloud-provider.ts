@@ -145,7 +145,10 @@ export class SimulatedCloudProvider implements CloudProvider {
   }
 
   private capacityError(): CloudCapacityError {
-    return new CloudCapacityError(`The region ${this.region} is out of capacity`, "InsufficientInstanceCapacity");
+    return new CloudCapacityError(
+      `The region ${this.region} is out of capacity`,
+      "InsufficientInstanceCapacity",
+    );
   }
 
   constructor(private readonly settings: SimulatorSettings) {
@@ -176,6 +179,11 @@ export class SimulatedCloudProvider implements CloudProvider {
   /** The next `count` launches fail with InsufficientInstanceCapacity. */
   failNextLaunches(count: number): void {
     this.capacityFailures = count;
+  }
+
+  /** The region holds at most this many instances from now on (undefined: as many as asked for). */
+  setCapacity(capacity: number | undefined): void {
+    this.settings.capacity = capacity;
   }
 
   /** Every launch fails with a capacity error until set back to false. */

@@ -300,7 +300,11 @@ export async function hostReportAges(
 // ---------- volumes ----------
 
 /** The account's volume in `region` (a volume cannot leave its region). */
-export async function findVolume(db: Executor, accountId: string, region: string): Promise<VolumeRow | undefined> {
+export async function findVolume(
+  db: Executor,
+  accountId: string,
+  region: string,
+): Promise<VolumeRow | undefined> {
   const rows = await db
     .select()
     .from(volumesTable)

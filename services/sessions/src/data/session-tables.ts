@@ -123,7 +123,15 @@ export const sessionsTable = pgTable(
     uniqueIndex("sessions_one_active_per_account")
       .on(t.accountId)
       .where(sql`${t.state} in ('queued', 'starting', 'running', 'stopping')`),
-    index("sessions_queue_idx").on(t.queuedAt, t.id).where(sql`${t.state} = 'queued'`),
+    index("sessions_queue_idx")
+      .on(t.queuedAt, t.id)
+      .where(sql`${t.state} = 'queued'`),
+    // The play sweep's presence question (findClientOnlySessions): only ready sessions a client keeps alive.
+    index("sessions_client_only_idx")
+      .on(t.presenceCheckedAt)
+      .where(
+        sql`${t.state} = 'running' and ${t.ready} and (${t.deviceAbsentSince} is not null or ${t.clientsConnected} > 0)`,
+      ),
     index("sessions_account_created_idx").on(t.accountId, t.createdAt),
     index("sessions_active_lease_idx")
       .on(t.leaseUntil)

@@ -312,12 +312,13 @@ export class PoolKeeper {
 
   private export(report: PoolTickReport): void {
     const region = this.deps.cloud.region;
-    for (const [state, n] of Object.entries(report.counts)) metrics.poolInstances.labels(region, state).set(n);
+    for (const [state, n] of Object.entries(report.counts))
+      metrics.poolInstances.labels(region, state).set(n);
     metrics.poolTarget.labels(region, "hot").set(report.targets.hot);
     metrics.poolTarget.labels(region, "warm").set(report.targets.warm);
     const running = report.counts.launching + report.counts.hot + report.counts.parking;
-    metrics.poolIdleCost.labels(region).set(
-      running * this.settings.runningHourCost + report.counts.warm * this.settings.stoppedHourCost,
-    );
+    metrics.poolIdleCost
+      .labels(region)
+      .set(running * this.settings.runningHourCost + report.counts.warm * this.settings.stoppedHourCost);
   }
 }

@@ -94,7 +94,10 @@ export interface QueuePassReport {
  * capacity to its first in line until a launch finds it full. A region's pass runs in one replica at a time (the
  * caller leases it), so its line is served in order.
  */
-export async function serveQueue(deps: SessionsDomainDeps, regions: readonly string[]): Promise<QueuePassReport> {
+export async function serveQueue(
+  deps: SessionsDomainDeps,
+  regions: readonly string[],
+): Promise<QueuePassReport> {
   const report: QueuePassReport = { admitted: 0, expired: 0 };
   const { db, clock, settings, logger } = deps;
   const cutoff = new Date(clock.now().getTime() - settings.queue.maxWaitMs);
@@ -110,10 +113,17 @@ export async function serveQueue(deps: SessionsDomainDeps, regions: readonly str
       const here = inRegion(deps, region);
       let outcome: Awaited<ReturnType<typeof provision>>;
       try {
-        outcome = await provision(here, taken, { authorizationId: null, storageGb: taken.queueStorageGb ?? 0 });
+        outcome = await provision(here, taken, {
+          authorizationId: null,
+          storageGb: taken.queueStorageGb ?? 0,
+        });
       } catch (err) {
         logger.error({ err, sessionId: taken.id, region }, "a queued session's start failed");
-        await failQueued(deps, taken, "The start did not complete; nothing was charged. Start again to retry");
+        await failQueued(
+          deps,
+          taken,
+          "The start did not complete; nothing was charged. Start again to retry",
+        );
         continue;
       }
       if (outcome.kind === "full") {

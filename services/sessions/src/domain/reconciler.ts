@@ -73,7 +73,9 @@ export class Reconciler {
         const describedAt = this.deps.clock.now();
         // One describe per region (each region's fleet answers for its own instances).
         for (const [region, inThere] of groupBy(launched, (r) => r.region)) {
-          const described = await inRegion(this.deps, region).cloud.describeInstances(inThere.map((r) => r.id));
+          const described = await inRegion(this.deps, region).cloud.describeInstances(
+            inThere.map((r) => r.id),
+          );
           report.cloudCalls += described.calls;
           for (const instance of described.instances) byInstance.set(instance.instanceId, instance);
         }

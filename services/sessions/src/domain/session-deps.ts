@@ -99,12 +99,25 @@ export interface SessionSettings {
 }
 
 /**
- * Asks this process's background workers for a pass now rather than at their next interval (a no-op until the
- * workers run): a start that claimed a pool machine is assigned at once. The pool keeper is left to its interval:
- * woken by a claim, it would wake the warm machine a concurrent start is about to claim.
+ * Asks this process's background workers for a pass now rather than at their next interval: a start that claimed a
+ * pool machine is assigned at once. Created with the use cases' dependencies; the workers, once running, say what a
+ * wake-up does (until then, and in a process without workers, it does nothing). The pool keeper is left to its
+ * interval: woken by a claim, it would wake the warm machine a concurrent start is about to claim.
  */
-export interface Wakeups {
-  reconciler(): void;
+export class Wakeups {
+  private kickReconciler: () => void = () => undefined;
+
+  reconciler(): void {
+    this.kickReconciler();
+  }
+
+  /** The running reconciler's kick (startSessionsWorkers); returns how to stop forwarding to it. */
+  onReconciler(kick: () => void): () => void {
+    this.kickReconciler = kick;
+    return () => {
+      this.kickReconciler = () => undefined;
+    };
+  }
 }
 
 export interface SessionsDomainDeps extends SessionsAdapters {

@@ -94,7 +94,14 @@ export function toSessionStatus(
 
 /** A stored answer from before `warning`, `stopReason`, `region` and `queue` existed (idempotent replays) gains them as null. */
 export function withCurrentFields(stored: Partial<SessionStatus>): SessionStatus {
-  return { ...IDLE_STATUS, warning: null, stopReason: null, region: null, queue: null, ...stored } as SessionStatus;
+  return {
+    ...IDLE_STATUS,
+    warning: null,
+    stopReason: null,
+    region: null,
+    queue: null,
+    ...stored,
+  } as SessionStatus;
 }
 
 /** The view at this moment for a use case's dependencies. */

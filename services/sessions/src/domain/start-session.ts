@@ -124,7 +124,7 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
       outcome = await provision(inRegion(deps, region), session, authorization);
     } catch (err) {
       await abandonStart(deps, session);
-      void releaseHold();
+      await releaseHold();
       if (err instanceof AppError) throw err;
       logger.error({ err, sessionId: session.id, region }, "instance launch failed");
       throw AppError.unavailable("The cloud provider could not launch an instance, try again shortly");
@@ -164,7 +164,7 @@ async function startOnce(deps: SessionsDomainDeps, input: StartInput): Promise<S
     }
   } else {
     await abandonStart(deps, session);
-    void releaseHold();
+    await releaseHold();
   }
   throw new AppError(
     "CLOUD_CAPACITY",

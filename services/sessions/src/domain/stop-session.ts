@@ -53,9 +53,11 @@ export async function requestStop(
 /** Terminates now rather than waiting for the reconciler; a failure is left for the reconciler to retry. */
 export async function terminateSoon(deps: SessionsDomainDeps, row: SessionRow | undefined): Promise<void> {
   if (!row?.instanceId) return;
-  await inRegion(deps, row.region).cloud.terminateInstance(row.instanceId).catch((err: unknown) => {
-    deps.logger.warn({ err, instanceId: row.instanceId }, "terminate failed; the reconciler retries");
-  });
+  await inRegion(deps, row.region)
+    .cloud.terminateInstance(row.instanceId)
+    .catch((err: unknown) => {
+      deps.logger.warn({ err, instanceId: row.instanceId }, "terminate failed; the reconciler retries");
+    });
 }
 
 export async function stopSession(deps: SessionsDomainDeps, accountId: string): Promise<SessionStatus> {

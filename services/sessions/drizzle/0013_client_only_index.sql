@@ -1,0 +1,1 @@
+CREATE INDEX "sessions_client_only_idx" ON "sessions" USING btree ("presence_checked_at") WHERE "sessions"."state" = 'running' and "sessions"."ready" and ("sessions"."device_absent_since" is not null or "sessions"."clients_connected" > 0);
