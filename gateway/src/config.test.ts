@@ -58,6 +58,34 @@ describe("loadGatewayConfig", () => {
     }
   });
 
+  it("when PORTAL_BEACON_ORIGINS is unset, then the simulator's beacon origin is allowed outside production and none in production", () => {
+    expect(loadGatewayConfig({}).PORTAL_BEACON_ORIGINS).toEqual(["http://127.0.0.1:8110"]);
+    expect(
+      loadGatewayConfig({ NODE_ENV: "production", PORTAL_COOKIE_SECRET: "x".repeat(32) })
+        .PORTAL_BEACON_ORIGINS,
+    ).toEqual([]);
+    expect(
+      loadGatewayConfig({ PORTAL_BEACON_ORIGINS: " https://beacon.eu.example ,https://b.example:8443/" })
+        .PORTAL_BEACON_ORIGINS,
+    ).toEqual(["https://beacon.eu.example", "https://b.example:8443"]);
+  });
+
+  it.each([
+    "beacon.example",
+    "https://beacon.example/eu-west-1",
+    "ftp://beacon.example",
+    "https://a.example,*",
+  ])("when PORTAL_BEACON_ORIGINS holds %s, then start-up fails naming the variable", (value) => {
+    try {
+      loadGatewayConfig({ PORTAL_BEACON_ORIGINS: value });
+      throw new Error("expected a ConfigError");
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).issues.map((i) => i.variable)).toEqual(["PORTAL_BEACON_ORIGINS"]);
+      expect((err as ConfigError).message).toMatch(/PORTAL_BEACON_ORIGINS: .* is not an origin/);
+    }
+  });
+
   it("when the OpenTelemetry sampler is misspelt or its ratio is out of range, then start-up names both variables", () => {
     expect(
       loadGatewayConfig({ OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" }),

@@ -11,6 +11,38 @@ const trustProxy = z
     return v;
   });
 
+/** Outside production the simulator's beacons answer here (sessions' SIMULATOR_BEACON_PORT default). */
+const LOCAL_BEACON_ORIGIN = "http://127.0.0.1:8110";
+
+/** "https://a.example, https://b.example:8443" → the origins, each exactly scheme://host[:port]. */
+const beaconOrigins = z
+  .string()
+  .optional()
+  .transform((value, ctx): string[] | undefined => {
+    if (value === undefined) return undefined;
+    const origins: string[] = [];
+    for (const item of value.split(",").map((v) => v.trim())) {
+      if (item === "") continue;
+      let origin: string | null = null;
+      try {
+        const url = new URL(item);
+        if ((url.protocol === "http:" || url.protocol === "https:") && url.origin === item.replace(/\/$/, ""))
+          origin = url.origin;
+      } catch {
+        origin = null;
+      }
+      if (!origin) {
+        ctx.addIssue({
+          code: z.ZodIssueCode.custom,
+          message: `"${item}" is not an origin (scheme://host[:port], http or https, no path)`,
+        });
+        return z.NEVER;
+      }
+      origins.push(origin);
+    }
+    return origins;
+  });
+
 const gatewayEnvShape = z.object({
   ...commonServiceEnv(8080),
   APP_VERSION: z.string().default("0.1.0").describe("Build version reported by GET /api/v1/health"),
@@ -112,20 +144,29 @@ const gatewayEnvShape = z.object({
     .describe(
       "Signs the portal's login-state cookie (OIDC state + PKCE verifier) and encrypts its refresh-token cookie (cgs_refresh); required in production",
     ),
+  PORTAL_BEACON_ORIGINS: beaconOrigins.describe(
+    `Comma-separated origins of the regions' latency beacons (GET /api/v1/regions' beaconUrl), allowed in the portal pages' CSP connect-src so the Play page can measure them; unset = ${LOCAL_BEACON_ORIGIN} (the simulator's beacons) outside production, none in production`,
+  ),
   LOCAL_CHECKOUT: envBoolean(false).describe(
     "Development only (refused in production): serve billing's local Checkout stand-in (PAYMENT_PROVIDER=local) at /local-checkout/ on this origin",
   ),
 });
 
-export const gatewayEnvSchema = gatewayEnvShape.superRefine((config, ctx) => {
-  if (config.NODE_ENV === "production" && config.LOCAL_CHECKOUT) {
-    ctx.addIssue({
-      code: z.ZodIssueCode.custom,
-      path: ["LOCAL_CHECKOUT"],
-      message: "is a development stand-in for Stripe's page and is not allowed in production",
-    });
-  }
-});
+export const gatewayEnvSchema = gatewayEnvShape
+  .superRefine((config, ctx) => {
+    if (config.NODE_ENV === "production" && config.LOCAL_CHECKOUT) {
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        path: ["LOCAL_CHECKOUT"],
+        message: "is a development stand-in for Stripe's page and is not allowed in production",
+      });
+    }
+  })
+  .transform((config) => ({
+    ...config,
+    PORTAL_BEACON_ORIGINS:
+      config.PORTAL_BEACON_ORIGINS ?? (config.NODE_ENV === "production" ? [] : [LOCAL_BEACON_ORIGIN]),
+  }));
 
 export type GatewayConfig = z.output<typeof gatewayEnvSchema>;
 

@@ -151,8 +151,9 @@ describeWithChromium("the portal journey browser test")("the portal, a player's 
     try {
       await page.click("#start");
       const message = page.locator("#session-message");
-      await message.filter({ hasText: "out of capacity" }).waitFor();
-      expect(await message.textContent()).toMatch(/Try again in \d+ s/);
+      await message.filter({ hasText: "is full right now" }).waitFor();
+      expect(await message.textContent()).toMatch(/Try again in \d+ s, or wait in line/);
+      expect(await page.isVisible("#wait-in-line")).toBe(true);
       expect(await page.isDisabled("#start")).toBe(true);
       expect(await text("#start")).toMatch(/retry in \d+ s/);
       expect(await text("#session-state")).toBe("Stopped");

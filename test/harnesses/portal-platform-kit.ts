@@ -13,7 +13,11 @@ export const SCREENSHOT_DIR = path.resolve(__dirname, "../../gateway/test-artifa
  * runs the portal's platform tests in parallel workers, so two sharing ports collide. Run under
  * `flock /tmp/cgs-platform.lock` when other engineers share the machine.
  */
-export function launchPortalPlatform(name: string, gatewayPort: number): Promise<LaunchedPlatform> {
+export function launchPortalPlatform(
+  name: string,
+  gatewayPort: number,
+  env: Record<string, string> = {},
+): Promise<LaunchedPlatform> {
   return launchPlatform({
     gatewayPort,
     servicePortBase: gatewayPort + 1,
@@ -25,6 +29,7 @@ export function launchPortalPlatform(name: string, gatewayPort: number): Promise
       METERING_INTERVAL_MS: "200",
       QUEUE_WAIT_SECONDS: "1",
       QUEUE_NAME_PREFIX: `${name}-${Date.now()}-`,
+      ...env,
     },
   });
 }

@@ -77,3 +77,15 @@ function helmetHeaders(publicBaseUrl: string): OutgoingHttpHeaders {
   middleware({} as IncomingMessage, recorder, () => undefined);
   return set;
 }
+
+/**
+ * The pages' policy with more origins its scripts may fetch from (connect-src), for the pages that need them: the
+ * Play page measures each region's latency beacon, which lives on the region's own origin.
+ */
+export function widenConnectSrc(policy: string, origins: readonly string[]): string {
+  if (origins.length === 0) return policy;
+  return policy.replace(/connect-src ([^;]*)/, (_all, sources: string) => {
+    const kept = sources.split(" ").filter(Boolean);
+    return `connect-src ${[...kept, ...origins.filter((o) => !kept.includes(o))].join(" ")}`;
+  });
+}

@@ -52,10 +52,27 @@ export function homePage(): string {
 </dl>
 <p><a href="/billing">Top up</a></p>
 </section>
+<section class="panel" aria-labelledby="region-title">
+<h2 id="region-title">Region</h2>
+<p class="muted">The round trip from this browser to each region, measured now: the lower, the more responsive play feels.</p>
+<div class="table-wrap">
+<table id="regions-table" hidden>
+<thead><tr><th scope="col">Region</th><th scope="col" class="num">Round trip</th><th scope="col">Capacity</th></tr></thead>
+<tbody id="regions-body"></tbody>
+</table>
+</div>
+<p id="regions-state" class="muted" aria-live="polite">Measuring…</p>
+<div class="region-choice">
+<div><label for="region-choice">Start sessions in</label>
+<select id="region-choice" disabled><option value="auto">Nearest (auto)</option></select></div>
+<button id="regions-measure" type="button" class="secondary" disabled>Measure again</button>
+</div>
+</section>
 <section class="panel" aria-labelledby="session-title">
 <h2 id="session-title">Your session</h2>
 <dl class="facts">
 <div><dt>State</dt><dd id="session-state" class="state">…</dd></div>
+<div><dt>Region</dt><dd id="session-region">—</dd></div>
 <div><dt>Ready</dt><dd id="session-ready">—</dd></div>
 <div><dt>Started at</dt><dd id="session-started">—</dd></div>
 <div><dt>Elapsed</dt><dd id="session-elapsed">—</dd></div>
@@ -68,6 +85,7 @@ export function homePage(): string {
 <button id="stop" type="button" class="secondary" disabled hidden>Stop</button>
 </div>
 <p id="session-message" class="message" role="alert"></p>
+<div class="actions"><button id="wait-in-line" type="button" class="secondary" hidden>Wait in line</button></div>
 <div id="session-warning" class="banner warning" role="alert" hidden>
 <p><span id="session-warning-text"></span> <span id="session-warning-left" class="muted"></span></p>
 <div class="actions">

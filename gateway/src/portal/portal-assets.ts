@@ -70,7 +70,7 @@ body.app { display: block; padding: 0; }
 .page { max-width: 56rem; margin: 0 auto; padding: 1.5rem 1.25rem 3rem; }
 .panel { background: var(--panel); border-radius: 12px; padding: 1.25rem; margin-bottom: 1.25rem; box-shadow: 0 2px 12px rgba(0,0,0,.08); }
 .panel.danger { border: 1px solid var(--err); }
-.facts { display: grid; grid-template-columns: repeat(auto-fit, minmax(9rem, 1fr)); gap: .75rem 1rem; margin: 0; }
+.facts { display: grid; grid-template-columns: repeat(auto-fit, minmax(8rem, 1fr)); gap: .75rem 1rem; margin: 0; }
 .facts dt { color: var(--muted); font-size: .85rem; }
 .facts dd { margin: .15rem 0 0; font-weight: 600; overflow-wrap: anywhere; }
 .big { font-size: 2rem; font-weight: 700; margin: 0; }
@@ -78,6 +78,7 @@ body.app { display: block; padding: 0; }
 .state[data-state=failed] { color: var(--err); }
 progress { width: 100%; margin-top: 1rem; accent-color: var(--accent); }
 .progress-text { margin: .25rem 0 0; }
+progress[hidden] + .progress-text { margin-top: 1rem; }
 .actions { display: flex; gap: .75rem; flex-wrap: wrap; }
 .play { display: grid; grid-template-columns: repeat(auto-fit, minmax(16rem, 1fr)); gap: 1rem 2rem; border-top: 1px solid var(--border); margin-top: 1rem; }
 .pin { font: 700 2.4rem ui-monospace, monospace; letter-spacing: .3rem; }
@@ -100,6 +101,9 @@ legend { font-weight: 600; margin-bottom: .4rem; }
 table { width: 100%; border-collapse: collapse; font-size: .95rem; }
 th, td { text-align: left; padding: .45rem .5rem; border-bottom: 1px solid var(--border); }
 .num { text-align: right; white-space: nowrap; }
+.region-choice { display: flex; flex-wrap: wrap; align-items: flex-end; gap: 0 1rem; }
+.region-choice > div { flex: 1 1 16rem; max-width: 30rem; }
+.badge { display: inline-block; margin-left: .4rem; padding: 0 .45rem; border-radius: 999px; font-size: .8rem; font-weight: 600; background: var(--ok-bg); color: var(--ok); }
 [hidden] { display: none !important; }
 @media (max-width: 600px) {
   .top { padding: .6rem .75rem; gap: .25rem .75rem; }

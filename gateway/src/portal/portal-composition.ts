@@ -21,6 +21,7 @@ export type PortalConfig = Pick<
   | "REDIS_COMMAND_TIMEOUT_MS"
   | "LOCAL_CHECKOUT"
   | "BILLING_URL"
+  | "PORTAL_BEACON_ORIGINS"
 >;
 
 export interface PortalCompositionOptions {
@@ -85,6 +86,7 @@ export function createPortal(options: PortalCompositionOptions): Portal {
       logger,
       limit: options.limit,
       openapi: options.openapi,
+      beaconOrigins: config.PORTAL_BEACON_ORIGINS,
     }),
   );
   if (config.LOCAL_CHECKOUT) {

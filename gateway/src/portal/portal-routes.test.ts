@@ -72,6 +72,33 @@ describe("portal pages", () => {
     },
   );
 
+  it("when beacon origins are configured, then the signed-in pages may fetch them (connect-src) and the sign-in pages may not", async () => {
+    const beacons = "https://beacon.eu-west-1.example, https://beacon.us-east-1.example:8443";
+    const withBeacons = await startTestGateway(idp, {
+      env: { PUBLIC_BASE_URL: "http://127.0.0.1:8080", PORTAL_BEACON_ORIGINS: beacons },
+    });
+    try {
+      const connectSrc = async (path: string, headers: Record<string, string> = {}) => {
+        const res = await fetch(`${withBeacons.url}${path}`, { headers, redirect: "manual" });
+        return /connect-src ([^;]*)/.exec(res.headers.get("content-security-policy") ?? "")?.[1];
+      };
+      const cookie = `cgs_session=${await idp.sign({ sub: "beacon-csp" })}`;
+      for (const path of ["/", "/settings"]) {
+        expect(await connectSrc(path, { cookie })).toBe(
+          "'self' https://beacon.eu-west-1.example https://beacon.us-east-1.example:8443",
+        );
+      }
+      expect(await connectSrc("/login")).toBe("'self'");
+      // The default outside production: the simulator's beacons.
+      const local = await get("/", { cookie });
+      expect(/connect-src ([^;]*)/.exec(local.headers.get("content-security-policy") ?? "")?.[1]).toBe(
+        "'self' http://127.0.0.1:8110",
+      );
+    } finally {
+      await withBeacons.close();
+    }
+  });
+
   it("when /settings/tokens is opened signed in, then the page shows that cookie's token, uncached; from another site it does not", async () => {
     const token = await idp.sign({ sub: "token-page" });
     const res = await get("/settings/tokens", {

@@ -8,6 +8,7 @@ import {
   type OpenApiDocument,
   type Principal,
 } from "@cgs/shared";
+import { widenConnectSrc } from "../http/security-headers";
 import { codeChallenge, newLoginState, openLoginState, sealLoginState, type OidcClient } from "./oidc-login";
 import { loadClientScripts, portalAssets } from "./portal-assets";
 import { portalCookie as cookie } from "./portal-cookies";
@@ -42,6 +43,8 @@ export interface PortalOptions {
   limit: RequestHandler;
   /** The API contract: the settings form and the top-up bounds are built from its schemas. */
   openapi: OpenApiDocument;
+  /** Origins of the regions' latency beacons, which the signed-in pages' scripts may fetch (connect-src). */
+  beaconOrigins?: readonly string[];
 }
 
 const BANNERS = new Set<LoginBanner>(["password-updated", "signin-failed", "signed-out"]);
@@ -200,6 +203,10 @@ export function portalRoutes(options: PortalOptions): Router {
       try {
         const session = await signedIn(req, res);
         res.setHeader("Cache-Control", "no-store");
+        const policy = res.getHeader("content-security-policy");
+        if (typeof policy === "string" && options.beaconOrigins?.length) {
+          res.setHeader("content-security-policy", widenConnectSrc(policy, options.beaconOrigins));
+        }
         if (!session) {
           res.redirect(302, "/login");
           return;

@@ -17,7 +17,11 @@ describe("the settings form built from the contract", () => {
       /<select id="pref-fps"[^>]*data-type="integer"[^>]*>.*<option value="30">30<\/option>/,
     );
     expect(html).toMatch(/<input type="number" id="pref-bitrateKbps"[^>]*min="2000" max="100000" step="1"/);
-    expect(html).toMatch(/<input type="text" id="pref-region"[^>]*minlength="4" maxlength="32" pattern=/);
+    expect(html).toContain('<label for="pref-region">Preferred region for new sessions</label>');
+    // The region is chosen from the configured regions, which the page lists: the markup offers auto only.
+    expect(html).toMatch(
+      /<select id="pref-region"[^>]*data-options="regions"[^>]*><option value="auto">Nearest \(auto\)<\/option><\/select>/,
+    );
   });
 
   it("when a field is removed from or added to the contract, then the form follows without a code change", () => {

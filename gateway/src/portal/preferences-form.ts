@@ -42,6 +42,10 @@ function control(key: string, schema: JsonSchema): string {
   const id = `pref-${key}`;
   const type = schema.type ?? "string";
   const common = `id="${id}" name="${escapeHtml(key)}" data-field="${escapeHtml(key)}" data-type="${escapeHtml(type)}" aria-describedby="${id}-hint ${id}-error"`;
+  // The regions are config, not contract: the page adds one option per region from GET /api/v1/regions.
+  if (key === "region") {
+    return `<select ${common} data-options="regions" required><option value="auto">Nearest (auto)</option></select>`;
+  }
   if (schema.enum) {
     const options = schema.enum
       .map((v) => `<option value="${escapeHtml(String(v))}">${escapeHtml(String(v))}</option>`)
@@ -79,7 +83,14 @@ export function preferencesFields(doc: OpenApiDocument): string {
     .map(([key, raw]) => {
       const schema = resolve(doc, raw);
       const id = `pref-${key}`;
-      const { label, hint } = describe(key, schema.description);
+      // The contract describes the region's ids for API clients; the select shows names and explains auto.
+      const { label, hint } =
+        key === "region"
+          ? {
+              label: "Preferred region for new sessions",
+              hint: "Nearest (auto): the device that starts a session measures every region and starts in the nearest.",
+            }
+          : describe(key, schema.description);
       const hintHtml = `<p id="${id}-hint" class="hint">${escapeHtml(hint)}</p>`;
       const errorHtml = `<p id="${id}-error" class="field-error" aria-live="polite"></p>`;
       if (schema.type === "boolean" && !schema.enum) {

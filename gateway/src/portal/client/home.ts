@@ -1,22 +1,15 @@
-/** `/`: balance, the session card (start, progress, PIN, connect info, private-network key, stop). */
+/**
+ * `/`: balance, the regions with this browser's round trip to each and the choice of one, the session card
+ * (start, the place in line, progress, PIN, connect info, private-network key, stop).
+ */
+import type { components } from "@cgs/sdk";
 import { api, byId, clock, dateTime, money, say, type ApiFailure } from "./api.js";
 import "./layout.js";
+import { COUNTED_SAMPLES, listRegions, measure, type MeasuredRegion, type Region } from "./regions.js";
 
-interface SessionWarning {
-  kind: "idle" | "max_length" | "credits" | "spend_limit" | "host_unhealthy";
-  stopsAt: string;
-  canKeepPlaying: boolean;
-}
-interface SessionStatus {
-  state: "idle" | "starting" | "running" | "stopping" | "stopped" | "failed";
-  instanceId: string | null;
-  privateNetIp: string | null;
-  startedAt: string | null;
-  ready: boolean;
-  message: string | null;
-  warning: SessionWarning | null;
-  stopReason: string | null;
-}
+type SessionStatus = components["schemas"]["SessionStatus"];
+type StartSessionRequest = components["schemas"]["StartSessionRequest"];
+type Preferences = components["schemas"]["Preferences"];
 interface Credits {
   balance: number;
   currency: string;
@@ -29,13 +22,23 @@ const FAST_POLL_MS = 2_500;
 const SLOW_POLL_MS = 15_000;
 const IDLE_POLL_MS = 30_000;
 const CREDITS_REFRESH_MS = 30_000;
+const QUEUED_POLL_MS = 5_000;
 const MIN_POLL_GAP_MS = 2_000;
+/** The contract's default bound for `auto`: farther regions are not worth playing in. */
+const MAX_RTT_MS = 150;
 
 const el = {
   balance: byId("balance"),
   minutes: byId("minutes"),
   rate: byId("rate"),
   state: byId("session-state"),
+  region: byId("session-region"),
+  regionsTable: byId("regions-table"),
+  regionsBody: byId("regions-body"),
+  regionsState: byId("regions-state"),
+  regionChoice: byId<HTMLSelectElement>("region-choice"),
+  regionsMeasure: byId<HTMLButtonElement>("regions-measure"),
+  waitInLine: byId<HTMLButtonElement>("wait-in-line"),
   ready: byId("session-ready"),
   started: byId("session-started"),
   elapsed: byId("session-elapsed"),
@@ -70,20 +73,28 @@ let startBlockedUntil = 0;
 let pollTimer: number | undefined;
 let lastPollAt = 0;
 let creditsTimer: number | undefined;
+let regions: Region[] = [];
+let measured: Promise<MeasuredRegion[]> = Promise.resolve([]);
+/** The last start refused for capacity: "Wait in line" sends it again with `queue: true`. */
+let refusedStart: StartSessionRequest | null = null;
 
 const STATE_TEXT: Record<SessionStatus["state"], string> = {
   idle: "No session",
+  queued: "In line",
   starting: "Starting",
   running: "Running",
   stopping: "Stopping",
   stopped: "Stopped",
   failed: "Failed",
 };
-const ACTIVE = new Set(["starting", "running", "stopping"]);
+const ACTIVE = new Set(["queued", "starting", "running", "stopping"]);
+/** The active states that are charged: waiting in line costs nothing. */
+const CHARGED = new Set(["starting", "running", "stopping"]);
 
 function explain(failure: ApiFailure): void {
   el.message.replaceChildren();
   el.message.className = "message error";
+  el.waitInLine.hidden = true;
   switch (failure.error) {
     case "INSUFFICIENT_CREDITS": {
       const link = document.createElement("a");
@@ -95,7 +106,9 @@ function explain(failure: ApiFailure): void {
     case "CLOUD_CAPACITY": {
       const wait = failure.retryAfter ?? 30;
       startBlockedUntil = Date.now() + wait * 1000;
-      el.message.textContent = `The cloud region is out of capacity right now. Nothing was charged. Try again in ${wait} s.`;
+      el.message.textContent = `Every region you allowed is full right now. Nothing was charged. Try again in ${wait} s, or wait in line for the next free machine (free of charge while you wait).`;
+      el.waitInLine.hidden = refusedStart === null;
+      void refreshAvailability();
       break;
     }
     case "SESSION_ALREADY_RUNNING":
@@ -114,6 +127,11 @@ function explain(failure: ApiFailure): void {
       el.message.textContent =
         "Your account is scheduled for deletion, so new sessions and top-ups are disabled.";
       break;
+    case "VALIDATION_ERROR":
+      el.message.textContent = /\bmaxRttMs\b/.test(failure.message)
+        ? `No region answers this browser within ${MAX_RTT_MS} ms. Choose a region under Region to start anyway.`
+        : failure.message;
+      break;
     case "RATE_LIMITED":
       el.message.textContent = `Too many requests. Try again in ${failure.retryAfter ?? 60} s.`;
       break;
@@ -127,13 +145,13 @@ function explain(failure: ApiFailure): void {
 }
 
 function elapsedSeconds(): number {
-  if (!session?.startedAt || !ACTIVE.has(session.state)) return 0;
+  if (!session?.startedAt || !CHARGED.has(session.state)) return 0;
   return (Date.now() - new Date(session.startedAt).getTime()) / 1000;
 }
 
 /** Once a second, without a request: elapsed time, cost so far, the PIN countdown, the capacity wait. */
 function tick(): void {
-  const active = session !== null && ACTIVE.has(session.state);
+  const active = session !== null && CHARGED.has(session.state);
   const seconds = elapsedSeconds();
   el.elapsed.textContent = active && session?.startedAt ? clock(seconds) : "—";
   // Play is charged per started minute at the wallet's rate.
@@ -173,25 +191,31 @@ function renderSession(next: SessionStatus): void {
   session = next;
   el.state.textContent = STATE_TEXT[next.state];
   el.state.dataset.state = next.state;
+  el.region.textContent = next.region ? regionName(next.region) : "—";
   el.ready.textContent = next.ready ? "Yes" : "No";
-  el.started.textContent = next.startedAt ? dateTime(next.startedAt) : "—";
-  el.stop.disabled = !(next.state === "starting" || next.state === "running");
+  el.started.textContent = next.startedAt && next.state !== "queued" ? dateTime(next.startedAt) : "—";
+  el.stop.disabled = !(next.state === "queued" || next.state === "starting" || next.state === "running");
   el.stop.hidden = !ACTIVE.has(next.state);
+  el.stop.textContent = next.state === "queued" ? "Leave the line" : "Stop";
+  if (next.state !== "idle" && next.state !== "stopped" && next.state !== "failed")
+    el.waitInLine.hidden = true;
 
   // While it starts, the service names the phase and its estimate ("Starting a warm machine, about 30 s").
   const phase = next.warning ? null : next.message;
   const steps: [number, string] =
-    next.state === "starting"
-      ? [1, phase ?? "Requesting a cloud instance…"]
-      : next.state === "running" && !next.ready
-        ? [2, phase ?? "Instance up; waiting for the streaming host…"]
-        : next.state === "running"
-          ? [3, "Ready to play"]
-          : next.state === "stopping"
-            ? [3, "Stopping the instance…"]
-            : [0, next.state === "failed" ? (next.message ?? "The session failed.") : (next.message ?? "")];
+    next.state === "queued"
+      ? [0, queueText(next.queue)]
+      : next.state === "starting"
+        ? [1, phase ?? "Requesting a cloud instance…"]
+        : next.state === "running" && !next.ready
+          ? [2, phase ?? "Instance up; waiting for the streaming host…"]
+          : next.state === "running"
+            ? [3, "Ready to play"]
+            : next.state === "stopping"
+              ? [3, "Stopping the instance…"]
+              : [0, next.state === "failed" ? (next.message ?? "The session failed.") : (next.message ?? "")];
   el.progress.value = steps[0];
-  el.progress.hidden = !ACTIVE.has(next.state);
+  el.progress.hidden = !ACTIVE.has(next.state) || next.state === "queued";
   el.progressText.textContent = steps[1];
 
   renderWarning(next);
@@ -206,6 +230,29 @@ function renderSession(next: SessionStatus): void {
     el.vpnBox.hidden = true;
   }
   tick();
+}
+
+function regionName(id: string): string {
+  return regions.find((r) => r.id === id)?.name ?? id;
+}
+
+/** 1 → "1st", 2 → "2nd", 11 → "11th", 23 → "23rd". */
+function ordinal(n: number): string {
+  const tens = n % 100;
+  const suffix = tens >= 11 && tens <= 13 ? "th" : (["th", "st", "nd", "rd"][n % 10] ?? "th");
+  return `${n}${suffix}`;
+}
+
+function waitText(seconds: number): string {
+  if (seconds < 60) return "under a minute";
+  return `about ${Math.round(seconds / 60)} min`;
+}
+
+/** "In line for Europe (Ireland): 3rd, about 4 min", from poll's `queue`. */
+function queueText(queue: SessionStatus["queue"]): string {
+  if (!queue) return "In line for the next free machine…";
+  const where = queue.regions.map(regionName).join(" or ");
+  return `In line for ${where || "the next free machine"}: ${ordinal(queue.position)}, ${waitText(queue.estimatedWaitSeconds)}`;
 }
 
 /** An automatic stop ahead: what happens and when, and what the player can do about it. */
@@ -255,7 +302,13 @@ async function pollNow(): Promise<void> {
   const changing = s.state === "starting" || s.state === "stopping" || (s.state === "running" && !s.ready);
   // A hidden tab leaves the budget to the visible one unless something is changing.
   schedulePoll(
-    changing ? FAST_POLL_MS : s.state === "running" && !document.hidden ? SLOW_POLL_MS : IDLE_POLL_MS,
+    changing
+      ? FAST_POLL_MS
+      : s.state === "queued"
+        ? QUEUED_POLL_MS
+        : s.state === "running" && !document.hidden
+          ? SLOW_POLL_MS
+          : IDLE_POLL_MS,
   );
 }
 
@@ -297,19 +350,52 @@ async function loadConnect(): Promise<void> {
   el.connectPort.textContent = String(res.body.port);
 }
 
-el.start.addEventListener("click", async () => {
-  el.start.disabled = true;
-  say(el.message, "Starting…");
-  const res = await api<SessionStatus>("POST", "/sessions/start");
+/** The start's body from the Region choice: one region, or `auto` with this browser's measured round trips. */
+async function startRequest(): Promise<StartSessionRequest> {
+  const choice = el.regionChoice.value;
+  if (choice !== "auto") return { region: choice };
+  const rttMs: Record<string, number> = {};
+  for (const region of await measured) if (region.rttMs !== null) rttMs[region.id] = region.rttMs;
+  return Object.keys(rttMs).length > 0
+    ? { region: "auto", rttMs, maxRttMs: MAX_RTT_MS }
+    : { region: "auto", maxRttMs: MAX_RTT_MS };
+}
+
+async function start(request: StartSessionRequest, button: HTMLButtonElement): Promise<void> {
+  button.disabled = true;
+  el.waitInLine.hidden = true;
+  say(el.message, request.queue ? "Joining the line…" : "Starting…");
+  refusedStart = request;
+  const res = await api<SessionStatus>("POST", "/sessions/start", request);
+  button.disabled = false;
   if (!res.ok) {
     explain(res.failure);
     tick();
     return;
   }
-  say(el.message, "Session starting. This page updates by itself.", "success");
+  refusedStart = null;
+  // Rendered first: a new state clears the previous state's note.
   renderSession(res.body);
-  schedulePoll(FAST_POLL_MS);
+  say(
+    el.message,
+    res.body.state === "queued"
+      ? "You are in line. Nothing is charged while you wait; this page updates by itself."
+      : "Session starting. This page updates by itself.",
+    "success",
+  );
+  schedulePoll(res.body.state === "queued" ? QUEUED_POLL_MS : FAST_POLL_MS);
+  if (res.body.state === "queued") void refreshAvailability();
   void loadCredits();
+}
+
+el.start.addEventListener("click", async () => {
+  el.start.disabled = true;
+  say(el.message, "Starting…");
+  await start(await startRequest(), el.start);
+});
+
+el.waitInLine.addEventListener("click", () => {
+  if (refusedStart) void start({ ...refusedStart, queue: true }, el.waitInLine);
 });
 
 el.stop.addEventListener("click", async () => {
@@ -319,8 +405,14 @@ el.stop.addEventListener("click", async () => {
     explain(res.failure);
     return;
   }
-  say(el.message, "Stopping the session. Play is charged until the instance is gone.", "info");
   renderSession(res.body);
+  say(
+    el.message,
+    res.body.state === "stopped"
+      ? "You left the line. Nothing was charged."
+      : "Stopping the session. Play is charged until the instance is gone.",
+    "info",
+  );
   schedulePoll(FAST_POLL_MS);
 });
 
@@ -341,8 +433,86 @@ el.vpnCreate.addEventListener("click", async () => {
   el.vpnBox.hidden = false;
 });
 
+function renderRegions(list: readonly MeasuredRegion[]): void {
+  const nearest = list.find((r) => r.rttMs !== null);
+  el.regionsBody.replaceChildren(
+    ...list.map((region) => {
+      const row = document.createElement("tr");
+      row.dataset.region = region.id;
+      const name = document.createElement("td");
+      name.textContent = region.name;
+      if (region === nearest) {
+        const badge = document.createElement("span");
+        badge.className = "badge";
+        badge.textContent = "Nearest";
+        name.append(" ", badge);
+      }
+      const rtt = document.createElement("td");
+      rtt.className = "num";
+      rtt.textContent = region.rttMs === null ? "No answer" : `${region.rttMs} ms`;
+      const capacity = document.createElement("td");
+      capacity.textContent = [
+        region.available ? "Available" : "Full",
+        ...(region.queueLength > 0 ? [`${region.queueLength} in line`] : []),
+      ].join(", ");
+      row.append(name, rtt, capacity);
+      return row;
+    }),
+  );
+  el.regionsTable.hidden = list.length === 0;
+}
+
+/** Capacity and lines change by the minute: re-read them, keeping this browser's measurements. */
+async function refreshAvailability(): Promise<void> {
+  const listed = await listRegions();
+  if (!listed.ok) return;
+  const now = new Map(listed.regions.map((r) => [r.id, r]));
+  const list = (await measured).map((r) => ({ ...r, ...now.get(r.id), rttMs: r.rttMs }));
+  measured = Promise.resolve(list);
+  renderRegions(list);
+}
+
+function fillChoice(preferred: string | null): void {
+  const current = el.regionChoice.value;
+  const options = [new Option("Nearest (auto)", "auto"), ...regions.map((r) => new Option(r.name, r.id))];
+  el.regionChoice.replaceChildren(...options);
+  const wanted = preferred ?? current;
+  el.regionChoice.value = options.some((o) => o.value === wanted) ? wanted : "auto";
+  el.regionChoice.disabled = false;
+}
+
+async function loadRegions(preferred: Promise<string | null>): Promise<void> {
+  el.regionsMeasure.disabled = true;
+  el.regionsState.textContent = "Measuring…";
+  const listed = await listRegions();
+  if (!listed.ok) {
+    el.regionsState.textContent = "The regions could not be loaded; sessions start in your preferred region.";
+    el.regionsMeasure.disabled = false;
+    return;
+  }
+  regions = listed.regions;
+  fillChoice(await preferred);
+  measured = measure(regions);
+  const list = await measured;
+  renderRegions(list);
+  const nearest = list.find((r) => r.rttMs !== null);
+  el.regionsState.textContent = nearest
+    ? `Median of ${COUNTED_SAMPLES} round trips from this browser. Nearest: ${nearest.name}.`
+    : "No region's beacon answered this browser; choose a region to start in.";
+  el.regionsMeasure.disabled = false;
+  if (session?.region) el.region.textContent = regionName(session.region);
+}
+
+async function preferredRegion(): Promise<string | null> {
+  const res = await api<Preferences>("GET", "/settings");
+  return res.ok ? res.body.region : null;
+}
+
+el.regionsMeasure.addEventListener("click", () => void loadRegions(Promise.resolve(null)));
+
 document.addEventListener("visibilitychange", () => {
   if (!document.hidden) void pollNow();
 });
 window.setInterval(tick, 1000);
 void loadCredits().then(() => pollNow());
+void loadRegions(preferredRegion());

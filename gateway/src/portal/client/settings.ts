@@ -4,6 +4,7 @@
  */
 import { api, byId, say } from "./api.js";
 import "./layout.js";
+import { listRegions } from "./regions.js";
 
 type Value = string | number | boolean;
 type Preferences = Record<string, Value>;
@@ -96,8 +97,33 @@ form.addEventListener("submit", async (event) => {
   }
 });
 
-void api<Preferences>("GET", "/settings").then((res) => {
+/** The region select offers "Nearest (auto)" and every configured region, by name. */
+async function loadRegionOptions(): Promise<void> {
+  const selects = controls.filter(
+    (c): c is HTMLSelectElement => c instanceof HTMLSelectElement && c.dataset.options === "regions",
+  );
+  if (selects.length === 0) return;
+  const listed = await listRegions();
+  for (const select of selects) {
+    if (listed.ok) select.append(...listed.regions.map((r) => new Option(r.name, r.id)));
+    else fieldError(select, "The regions could not be loaded; only Nearest (auto) is offered.");
+  }
+}
+
+/** A saved region the service no longer offers stays visible, so saving other fields does not change it. */
+function keepSavedRegion(prefs: Preferences): void {
+  for (const control of controls) {
+    if (!(control instanceof HTMLSelectElement) || control.dataset.options !== "regions") continue;
+    const value = String(prefs[control.dataset.field!] ?? "");
+    if (value && ![...control.options].some((o) => o.value === value)) {
+      control.append(new Option(`${value} (not offered now)`, value));
+    }
+  }
+}
+
+void Promise.all([api<Preferences>("GET", "/settings"), loadRegionOptions()]).then(([res]) => {
   if (res.ok) {
+    keepSavedRegion(res.body);
     fill(res.body);
     save.disabled = false;
   } else say(message, "Your preferences could not be loaded.", "error");
