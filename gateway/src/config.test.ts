@@ -59,7 +59,7 @@ describe("loadGatewayConfig", () => {
   });
 
   it("when PORTAL_BEACON_ORIGINS is unset, then the simulator's beacon origin is allowed outside production and none in production", () => {
-    expect(loadGatewayConfig({}).PORTAL_BEACON_ORIGINS).toEqual(["http://127.0.0.1:8110"]);
+    expect(loadGatewayConfig({}).PORTAL_BEACON_ORIGINS).toEqual(["http://127.0.0.1:8108"]);
     expect(
       loadGatewayConfig({ NODE_ENV: "production", PORTAL_COOKIE_SECRET: "x".repeat(32) })
         .PORTAL_BEACON_ORIGINS,

@@ -12,7 +12,7 @@ const trustProxy = z
   });
 
 /** Outside production the simulator's beacons answer here (sessions' SIMULATOR_BEACON_PORT default). */
-const LOCAL_BEACON_ORIGIN = "http://127.0.0.1:8110";
+const LOCAL_BEACON_ORIGIN = "http://127.0.0.1:8108";
 
 /** "https://a.example, https://b.example:8443" → the origins, each exactly scheme://host[:port]. */
 const beaconOrigins = z

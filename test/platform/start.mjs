@@ -100,7 +100,8 @@ const metricsOffset = Number(process.env.METRICS_PORT_OFFSET ?? 1000);
 for (const service of services) service.metricsPort = service.port + metricsOffset;
 
 // The simulated regions' latency beacons (sessions listens; the portal measures them from the browser).
-const beaconPort = servicePortBase + 9;
+// Beside the services' ports (base..base+3), clear of a next platform's gateway at base+9 (the test kits' spacing).
+const beaconPort = Number(process.env.SIMULATOR_BEACON_PORT ?? servicePortBase + 7);
 /** Three simulated regions, near to far, so the portal's and the CLI's choice of the nearest can be seen. */
 const localRegions = [
   { id: "eu-west-1", name: "Europe (Ireland)", simulator: { latencyMs: 25 } },
@@ -342,7 +343,9 @@ async function main() {
               : { REGIONS: JSON.stringify(localRegions) }),
           }
         : {}),
-      ...(service.name === "gateway" ? { PORTAL_BEACON_ORIGINS: `http://127.0.0.1:${beaconPort}` } : {}),
+      ...(service.name === "gateway"
+        ? { PORTAL_BEACON_ORIGINS: process.env.PORTAL_BEACON_ORIGINS ?? `http://127.0.0.1:${beaconPort}` }
+        : {}),
       ...Object.fromEntries(
         services.filter((s) => s.urlVar).map((s) => [s.urlVar, `http://127.0.0.1:${s.port}`]),
       ),

@@ -92,7 +92,7 @@ describe("portal pages", () => {
       // The default outside production: the simulator's beacons.
       const local = await get("/", { cookie });
       expect(/connect-src ([^;]*)/.exec(local.headers.get("content-security-policy") ?? "")?.[1]).toBe(
-        "'self' http://127.0.0.1:8110",
+        "'self' http://127.0.0.1:8108",
       );
     } finally {
       await withBeacons.close();

@@ -167,7 +167,7 @@ export const sessionsConfigSchema = z
     QUEUE_INTERVAL_MS: envInt(2_000, 10).describe(
       "Pause between passes that give freed capacity to the first queued session of each region, in ms",
     ),
-    SIMULATOR_BEACON_PORT: envPort(8110).describe(
+    SIMULATOR_BEACON_PORT: envPort(8108).describe(
       "Cloud simulator: port of the latency beacons of simulated regions (each answers after its region's latencyMs; 0 picks a free port)",
     ),
     CLOUD_AVAILABILITY_ZONE: z
