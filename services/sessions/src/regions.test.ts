@@ -300,9 +300,12 @@ describe("the line when every region is full", () => {
     });
     const seen = (await h.call(acct, "GET", "/api/v1/sessions/poll")).body;
     expect(seen).toMatchObject({ state: "queued", startedAt: null, region: null, queue: { position: 1 } });
-    expect((await h.call(acct, "POST", "/api/v1/sessions/stop")).status).toBe(200);
+    const stopping = h.call(acct, "POST", "/api/v1/sessions/stop");
+    await new Promise((resolve) => setTimeout(resolve, 200));
     release();
     await serving;
+    // The answer waits for the pass to end it, as any queued session's stop answers stopped.
+    expect((await stopping).body).toMatchObject({ state: "stopped" });
     expect((await h.call(acct, "GET", "/api/v1/sessions/poll")).body).toMatchObject({ state: "stopped" });
   });
 

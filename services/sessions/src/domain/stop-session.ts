@@ -1,5 +1,5 @@
 import { AppError } from "@cgs/shared";
-import { findActiveSession, updateSessionIf, type SessionsTx } from "../data/session-repository";
+import { findActiveSession, findSession, updateSessionIf, type SessionsTx } from "../data/session-repository";
 import type { SessionRow, SpendLimitStop } from "../data/session-tables";
 import { inRegion } from "./regions";
 import { publishSessionStopped } from "./session-events";
@@ -64,5 +64,23 @@ export async function stopSession(deps: SessionsDomainDeps, accountId: string): 
   const row = await deps.db.transaction((tx) => requestStop(deps, tx, accountId, "user"));
   if (!row) throw new AppError("SESSION_NOT_RUNNING", "There is no active session to stop");
   await terminateSoon(deps, row);
-  return toSessionStatus(row, statusView(deps));
+  const left =
+    row.state === "stopping" && !row.instanceId && row.queuedAt ? await leftLine(deps, row.id) : undefined;
+  return toSessionStatus(left ?? row, statusView(deps));
 }
+
+/**
+ * Left the line while the queue worker was trying a region for it: that pass ends the session (stopped, or its
+ * just-launched machine terminated) within moments, so the answer waits for it, as for any queued session's stop.
+ */
+async function leftLine(deps: SessionsDomainDeps, sessionId: string): Promise<SessionRow | undefined> {
+  const deadline = Date.now() + LEAVE_LINE_WAIT_MS;
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const now = await findSession(deps.db, sessionId);
+    if (now?.state !== "stopping") return now;
+  }
+  return undefined;
+}
+
+const LEAVE_LINE_WAIT_MS = 5_000;
