@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { eq, inArray } from "drizzle-orm";
 import { Client } from "pg";
-import Stripe from "stripe";
+import type Stripe from "stripe";
 import {
   ledgerEntriesTable,
   paymentReviewsTable,
@@ -12,33 +12,16 @@ import {
 import { findLedgerMismatches } from "./data/wallet-repository";
 import { closeWallet } from "./domain/account-closure";
 import { readWallet } from "./domain/wallets";
-import {
-  startBillingTestService,
-  TEST_WEBHOOK_SECRET,
-  type BillingTestService,
-} from "./testing/billing-harness";
-import { checkoutEvent, placeTopup, type PlacedTopup } from "./testing/wallet-fixtures";
+import { startBillingTestService, type BillingTestService } from "./testing/billing-harness";
+import { checkoutEvent, placeTopup, postSignedEvent, type PlacedTopup } from "./testing/wallet-fixtures";
 
 // Concurrent deliveries go through the webhook's group commit (several paid checkouts per transaction); these
 // tests hold it to the per-event rules: each top-up credited once, the odd event answered as before, and a
 // database failure answered as an error that a redelivery repairs.
 jest.setTimeout(120_000);
 
-const signer = new Stripe("sk_test_billing");
-const WEBHOOK = "/api/v1/billing/stripe-webhook";
-
 async function post(url: string, event: Stripe.Event): Promise<number> {
-  const payload = JSON.stringify(event);
-  const res = await fetch(`${url}${WEBHOOK}`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      "stripe-signature": signer.webhooks.generateTestHeaderString({ payload, secret: TEST_WEBHOOK_SECRET }),
-    },
-    body: payload,
-  });
-  await res.arrayBuffer();
-  return res.status;
+  return (await postSignedEvent(url, event)).status;
 }
 
 /** Delivers every event once, `concurrency` at a time, in the given order; the statuses in that order. */
