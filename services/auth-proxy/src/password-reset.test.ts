@@ -164,6 +164,18 @@ describe("password reset complete", () => {
       },
       { timeoutMs: 30_000, intervalMs: 500, description: "the account locked by failed sign-ins" },
     );
+    // Failures still on that queue would land after the reset clears the lock and, with the two wrong sign-ins
+    // below, lock the account again: wait until the count stops moving.
+    let failures = -1;
+    await waitUntil(
+      async () => {
+        const now = (await bruteForceStatus(user.id)).numFailures;
+        const settled = now === failures;
+        failures = now;
+        return settled;
+      },
+      { timeoutMs: 30_000, intervalMs: 1_000, description: "the failed sign-ins all recorded" },
+    );
 
     const token = await requestResetToken(user.email);
     const short = await post(COMPLETE, { token, password: "short" });
