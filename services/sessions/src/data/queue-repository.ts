@@ -1,5 +1,5 @@
 import { and, asc, eq, gt, isNotNull, lt, ne, sql } from "drizzle-orm";
-import type { SessionsDb, SessionsTx } from "./session-repository";
+import { updateSessionIf, type SessionsDb, type SessionsTx } from "./session-repository";
 import { regionCapacityTable, sessionsTable, type SessionRow } from "./session-tables";
 
 type Executor = SessionsDb | SessionsTx;
@@ -19,21 +19,15 @@ export async function joinQueue(
   at: Date,
   message: string,
 ): Promise<SessionRow | undefined> {
-  const rows = await db
-    .update(sessionsTable)
-    .set({
-      state: "queued",
-      region: regions[0]!,
-      queueRegions: [...regions],
-      queuedAt: at,
-      queueStorageGb: storageGb,
-      authorizationId: null,
-      message,
-      updatedAt: sql`now()`,
-    })
-    .where(and(eq(sessionsTable.id, sessionId), eq(sessionsTable.state, "starting")))
-    .returning();
-  return rows[0];
+  return updateSessionIf(db, sessionId, "starting", {
+    state: "queued",
+    region: regions[0]!,
+    queueRegions: [...regions],
+    queuedAt: at,
+    queueStorageGb: storageGb,
+    authorizationId: null,
+    message,
+  });
 }
 
 /** How many queued sessions that wait for `region` joined before this one (ties broken by id). */
@@ -82,22 +76,22 @@ export async function leaveQueueToStart(
   region: string,
   at: Date,
 ): Promise<SessionRow | undefined> {
-  const rows = await db
-    .update(sessionsTable)
-    .set({ state: "starting", region, createdAt: at, message: null, updatedAt: sql`now()` })
-    .where(and(eq(sessionsTable.id, sessionId), queued))
-    .returning();
-  return rows[0];
+  return updateSessionIf(db, sessionId, "queued", {
+    state: "starting",
+    region,
+    createdAt: at,
+    message: null,
+  });
 }
 
 /** The start found `region` full after all: back in line at the same place. */
 export async function returnToQueue(db: Executor, row: SessionRow, message: string): Promise<boolean> {
-  const rows = await db
-    .update(sessionsTable)
-    .set({ state: "queued", region: row.queueRegions?.[0] ?? row.region, message, updatedAt: sql`now()` })
-    .where(and(eq(sessionsTable.id, row.id), eq(sessionsTable.state, "starting")))
-    .returning({ id: sessionsTable.id });
-  return rows.length > 0;
+  const back = await updateSessionIf(db, row.id, "starting", {
+    state: "queued",
+    region: row.queueRegions?.[0] ?? row.region,
+    message,
+  });
+  return back !== undefined;
 }
 
 /** Queued sessions that joined before `before` (they have waited as long as the service lets them). */

@@ -199,6 +199,9 @@ export interface AttentionWindows {
   hostStaleMs: number;
 }
 
+/** When a session's instance came up (its launch time until then): the base of the idle and length clocks. */
+const running = sql`coalesce(${sessionsTable.runningAt}, ${sessionsTable.createdAt})`;
+
 /**
  * Running sessions an automatic stop may be near for: an idle, maximum-length or silent-host warning window has
  * begun, billing forecast the credit's end, or a warning was counted before. A superset: the domain decides.
@@ -210,7 +213,6 @@ export async function findSessionsNeedingAttention(
 ): Promise<SessionRow[]> {
   const ms = (expr: ReturnType<typeof sql>) => sql`(${expr}) * interval '1 millisecond'`;
   const now = sql`${w.now.toISOString()}::timestamptz`;
-  const running = sql`coalesce(${sessionsTable.runningAt}, ${sessionsTable.createdAt})`;
   const idleMs = sql`${sessionsTable.idleTimeoutMinutes}::float8 * ${w.minuteMs}`;
   // greatest() skips nulls: with no Keep playing yet, the idle clock runs from the last play (or the running time);
   // with none of the player's devices on the private network, a connected client stops counting (play-state's
@@ -253,7 +255,6 @@ export async function findClientOnlySessions(
   limit: number,
 ): Promise<SessionRow[]> {
   const at = (msAgo: number) => new Date(w.now.getTime() - msAgo).toISOString();
-  const running = sql`coalesce(${sessionsTable.runningAt}, ${sessionsTable.createdAt})`;
   return db
     .select()
     .from(sessionsTable)
